@@ -1,0 +1,84 @@
+"""Every exception upgrade-gate raises on purpose, in one tree.
+
+::
+
+    UpgradeGateError                 base of everything below; never raised itself
+    ├── InputError                   bad input from a user: CLI exit 2, HTTP 400
+    │   ├── InvalidConstraint        a version range that does not parse (also a ValueError)
+    │   ├── CatalogError             a malformed File-Based Catalog blob (file and line)
+    │   ├── ManifestError            a malformed Kubernetes manifest (file and line)
+    │   ├── PolicyLoadError          a policy set that does not load (file, document, field, column)
+    │   └── ReviewError              a malformed AdmissionReview request (HTTP 400)
+    ├── ResolutionError              OLM v1 found no single bundle: CLI exit 1, upstream's text
+    ├── CelError                     a CEL expression failed to compile or evaluate
+    │   ├── CelCompileError          parse or check error, found at load time
+    │   └── CelEvaluationError       run-time error (no such key, overflow, cost budget, ...)
+    │       └── CostLimitExceeded    the per-evaluation cost budget ran out
+    ├── GitError                     a git command or a forge call failed
+    └── ClusterError                 the Kubernetes API could not be reached or refused
+
+Front ends map the tree to outcomes: an ``InputError`` is the caller's fault (exit 2, HTTP 400),
+a ``ResolutionError`` is a negative answer (exit 1), anything else is an operational failure.
+Messages are deterministic (sorted names, no addresses, no timestamps) so tests assert whole strings.
+"""
+
+from __future__ import annotations
+
+
+class UpgradeGateError(Exception):
+    """Base class of every error upgrade-gate raises deliberately."""
+
+
+class InputError(UpgradeGateError):
+    """Input from a user (file, flag, request) is invalid; the message says where and why."""
+
+
+class InvalidConstraint(InputError, ValueError):
+    """A version range (Masterminds ``spec.version`` or blang ``olm.skipRange``) does not parse.
+
+    The message names the offending term, e.g. ``improper constraint: "foobar"``.
+    """
+
+
+class CatalogError(InputError):
+    """A File-Based Catalog blob is malformed; the message starts with ``<file>:<line>:``."""
+
+
+class ManifestError(InputError):
+    """A Kubernetes manifest is malformed or is not the kind expected; the message names file and line."""
+
+
+class PolicyLoadError(InputError):
+    """A policy document does not load; the message names file, document, field path and column."""
+
+
+class ReviewError(InputError):
+    """An AdmissionReview request is malformed (not JSON, wrong kind, missing uid, ...)."""
+
+
+class ResolutionError(UpgradeGateError):
+    """OLM v1 resolution found no bundle or more than one; the message is upstream's text verbatim."""
+
+
+class CelError(UpgradeGateError):
+    """A CEL expression could not be compiled or evaluated."""
+
+
+class CelCompileError(CelError):
+    """A CEL expression failed to parse or check (undeclared name, wrong arity, bad literal)."""
+
+
+class CelEvaluationError(CelError):
+    """A CEL expression failed at run time (no such key, no matching overload, overflow, ...)."""
+
+
+class CostLimitExceeded(CelEvaluationError):
+    """An evaluation ran past its cost budget and was stopped."""
+
+
+class GitError(UpgradeGateError):
+    """A git command or a Git forge API call failed."""
+
+
+class ClusterError(UpgradeGateError):
+    """The Kubernetes API server could not be reached or refused a call."""

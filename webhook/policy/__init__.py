@@ -1,0 +1,1 @@
+"""CEL admission policies with Kubernetes ValidatingAdmissionPolicy / MutatingAdmissionPolicy semantics."""
