@@ -5,6 +5,7 @@
     UpgradeGateError                 base of everything below; never raised itself
     ├── InputError                   bad input from a user: CLI exit 2, HTTP 400
     │   ├── InvalidConstraint        a version range that does not parse (also a ValueError)
+    │   ├── InvalidVersion           a version that is not strict SemVer 2.0.0 (also a ValueError)
     │   ├── CatalogError             a malformed File-Based Catalog blob (file and line)
     │   ├── ManifestError            a malformed Kubernetes manifest (file and line)
     │   ├── PolicyLoadError          a policy set that does not load (file, document, field, column)
@@ -38,6 +39,10 @@ class InvalidConstraint(InputError, ValueError):
 
     The message names the offending term, e.g. ``improper constraint: "foobar"``.
     """
+
+
+class InvalidVersion(InputError, ValueError):
+    """A version string is not strict SemVer 2.0.0 as blang ``Parse`` reads it (no ``v``, three parts, uint64)."""
 
 
 class CatalogError(InputError):
