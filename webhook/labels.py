@@ -1,0 +1,104 @@
+"""Kubernetes label selectors (``metav1.LabelSelector``): parse once, match many.
+
+Follows apimachinery ``metav1.LabelSelectorAsSelector`` and ``labels.Requirement.Matches``:
+``matchLabels`` and ``matchExpressions`` are ANDed; operators ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``;
+``NotIn`` and ``DoesNotExist`` match objects that lack the key. An empty selector (``{}``) matches everything.
+An absent selector (``None``) also matches everything here, because every field this project reads
+(ClusterExtension ``spec.source.catalog.selector``, admission ``namespaceSelector``/``objectSelector`` after
+defaulting) treats an absent selector as "all".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.errors import InputError
+
+_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``matchExpressions`` entry (``matchLabels`` entries become ``In`` with one value)."""
+
+    key: str
+    operator: str
+    values: frozenset[str]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """True if ``labels`` (a label map) satisfies this requirement."""
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return present
+        return not present
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A parsed label selector: the AND of its requirements."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    @classmethod
+    def from_dict(cls, selector: Mapping[str, Any] | None) -> LabelSelector:
+        """Parse a ``metav1.LabelSelector`` mapping (``matchLabels``, ``matchExpressions``).
+
+        Raises ``InputError`` with apimachinery's message, e.g. ``"bad" is not a valid label selector
+        operator`` or ``for 'in', 'notin' operators, values set can't be empty``.
+        """
+        if not selector:
+            return cls()
+        if not isinstance(selector, Mapping):
+            raise InputError(f"a label selector must be a mapping, not {type(selector).__name__}")
+        requirements: list[Requirement] = []
+        match_labels = selector.get("matchLabels") or {}
+        if not isinstance(match_labels, Mapping):
+            raise InputError("matchLabels must be a mapping of label keys to values")
+        for key, value in match_labels.items():
+            requirements.append(Requirement(str(key), "In", frozenset({_label_value(value)})))
+        expressions = selector.get("matchExpressions") or []
+        if not isinstance(expressions, list):
+            raise InputError("matchExpressions must be a list")
+        requirements.extend(_requirement(expression) for expression in expressions)
+        return cls(tuple(sorted(requirements, key=lambda r: (r.key, r.operator))))
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        """True if ``labels`` (``None`` is read as no labels) satisfies every requirement."""
+        have = labels or {}
+        return all(requirement.matches(have) for requirement in self.requirements)
+
+    @property
+    def is_empty(self) -> bool:
+        """True for the selector that matches everything."""
+        return not self.requirements
+
+
+def _label_value(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InputError(f"label value {value!r} must be a string")
+    return str(value)
+
+
+def _requirement(expression: object) -> Requirement:
+    if not isinstance(expression, Mapping):
+        raise InputError("each matchExpressions entry must be a mapping with key, operator and values")
+    key = expression.get("key")
+    operator = expression.get("operator")
+    values = expression.get("values") or []
+    if not isinstance(key, str) or not key:
+        raise InputError("a matchExpressions entry needs a non-empty key")
+    if operator not in _OPERATORS:
+        raise InputError(f'"{operator}" is not a valid label selector operator')
+    if not isinstance(values, list):
+        raise InputError(f"values of matchExpressions key {key!r} must be a list")
+    if operator in ("In", "NotIn") and not values:
+        raise InputError("for 'in', 'notin' operators, values set can't be empty")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise InputError("values set must be empty for exists and does not exist")
+    return Requirement(key, str(operator), frozenset(_label_value(v) for v in values))
