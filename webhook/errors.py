@@ -42,7 +42,7 @@ class InvalidConstraint(InputError, ValueError):
 
 
 class InvalidVersion(InputError, ValueError):
-    """A version string is not strict SemVer 2.0.0 as blang ``Parse`` reads it (no ``v``, three parts, uint64)."""
+    """A version is not strict SemVer 2.0.0 as blang ``Parse`` reads it (no ``v``, three parts, uint64)."""
 
 
 class CatalogError(InputError):

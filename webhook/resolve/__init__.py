@@ -1,1 +1,4 @@
-"""OLM v1 bundle resolution over File-Based Catalogs (operator-controller ``internal/operator-controller/resolve``)."""
+"""OLM v1 bundle resolution over File-Based Catalogs.
+
+Follows operator-controller ``internal/operator-controller/resolve`` and ``catalogmetadata/filter``.
+"""
