@@ -1,0 +1,48 @@
+"""The CEL environment of upgrade-gate's admission policies: Kubernetes' CEL, on a pluggable backend.
+
+Public API::
+
+    Environment(variables, *, cost_limit=1_000_000, max_expression_length=100_000, max_nesting=32)
+        .compile(expression) -> Program                  # CelCompileError
+    Program.evaluate(activation) -> CEL value            # CelEvaluationError, CostLimitExceeded
+    Program.expression, Program.extensions
+    to_cel(json_value) -> CEL value                      # once per request
+    to_python(cel_value) -> JSON-able Python
+    evaluate(expression, variables=None) -> Python value # one-shot: compile, evaluate, convert
+    EXTENSION_FUNCTIONS                                  # names that are not portable to the apiserver
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from webhook.policy.cel.environment import Environment, Program, default_backend
+from webhook.policy.cel.libraries import EXTENSION_FUNCTIONS
+
+__all__ = ["EXTENSION_FUNCTIONS", "Environment", "Program", "evaluate", "to_cel", "to_python"]
+
+
+def to_cel(value: object) -> object:
+    """A JSON-shaped Python value (dict/list/str/int/float/bool/None) as a CEL value of the default backend.
+
+    Raises ``webhook.errors.CelEvaluationError`` for an int outside int64 or a non-JSON value.
+    """
+    return default_backend().to_cel(value)
+
+
+def to_python(value: object) -> object:
+    """A CEL value as plain JSON-able Python (timestamps RFC 3339, durations ``"3600s"``, library values as
+    their canonical strings)."""
+    return default_backend().to_python(value)
+
+
+def evaluate(expression: str, variables: Mapping[str, object] | None = None) -> object:
+    """Compile ``expression`` with ``variables``' names declared, evaluate it on their values and return
+    plain Python. Raises a ``webhook.errors.CelError`` (compile or evaluation) and nothing else.
+
+    >>> evaluate("object.spec.replicas > 2", {"object": {"spec": {"replicas": 3}}})
+    True
+    """
+    values = dict(variables or {})
+    program = Environment(values).compile(expression)
+    return to_python(program.evaluate({name: to_cel(value) for name, value in values.items()}))

@@ -1,0 +1,56 @@
+"""The engine-neutral interface between ``Environment``/``Program`` and a CEL implementation.
+
+A backend compiles source with a set of declared variable names into an ``Executable`` and evaluates it on an
+activation of CEL values under a cost limit. It reports every failure as ``webhook.errors.CelCompileError``
+(compile) or ``CelEvaluationError``/``CostLimitExceeded`` (evaluation) and nothing else. Today's backend is
+cel-python (``celpython/backend.py``); a cel-expr-python backend would implement the same two protocols and
+register the same library functions (``libraries/``, pure Python over CEL values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Load-time and run-time limits of an environment.
+
+    ``cost_limit``: cost units per evaluation (``None``: unlimited); ``max_expression_length``: code points;
+    ``max_nesting``: nesting depth of calls, operators, indexing, parentheses and literals.
+    """
+
+    cost_limit: int | None
+    max_expression_length: int
+    max_nesting: int
+
+
+class Executable(Protocol):
+    """A compiled expression, safe to evaluate concurrently from several threads.
+
+    ``extensions``: the non-portable extension functions it calls (``cluster.get``, ...), for ``policy lint``.
+    """
+
+    extensions: frozenset[str]
+
+    def evaluate(self, activation: Mapping[str, object]) -> object:
+        """The CEL value of the expression; raises ``CelEvaluationError`` (``CostLimitExceeded``) only."""
+        ...
+
+
+class Backend(Protocol):
+    """Compiles CEL source against declared variable names."""
+
+    def compile(self, source: str, variables: Collection[str], limits: Limits) -> Executable:
+        """An ``Executable``; raises ``CelCompileError`` (``<line>:<column>: ...``) only."""
+        ...
+
+    def to_cel(self, value: object) -> object:
+        """A JSON-shaped Python value as this backend's CEL value; ``CelEvaluationError`` if impossible."""
+        ...
+
+    def to_python(self, value: object) -> object:
+        """A CEL value of this backend as plain JSON-able Python."""
+        ...

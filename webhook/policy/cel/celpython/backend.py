@@ -1,0 +1,109 @@
+"""The cel-python implementation of ``backend.Backend``: parse, check, evaluate with a budget.
+
+Every failure leaves as ``CelCompileError`` or ``CelEvaluationError``/``CostLimitExceeded``: cel-python's
+``CELEvalError`` values, ``RecursionError`` and any other Python exception are wrapped (the cel-python notes
+list raw ``ValueError``, ``RecursionError`` and internal syntax errors among what it can raise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from celpy.evaluation import CELEvalError, base_functions
+
+from webhook.errors import CelCompileError, CelError, CelEvaluationError
+from webhook.policy.cel.backend import Limits
+from webhook.policy.cel.celpython import values
+from webhook.policy.cel.celpython.check import Signatures, check
+from webhook.policy.cel.celpython.evaluator import BudgetEvaluator, Scope
+from webhook.policy.cel.celpython.functions import dispatch_tables
+from webhook.policy.cel.celpython.operators import OPERATORS
+from webhook.policy.cel.celpython.parser import parse
+from webhook.policy.cel.celpython.standard import STANDARD, TYPE_VALUES
+from webhook.policy.cel.celpython.tree import Node
+from webhook.policy.cel.cost import Budget
+from webhook.policy.cel.libraries.registry import Namespace, Overload
+
+_ARITHMETIC = ("!_", "-_", "_-_", "_*_", "_/_", "_%_")
+# cel-python's texts for errors cel-go words differently.
+_MESSAGES = {
+    "return error for overflow": "integer overflow",
+    "modulus or divide by zero": "division by zero",
+}
+
+
+class CelPythonExecutable:
+    """A checked parse tree with the function tables; evaluations share nothing mutable."""
+
+    __slots__ = ("_backend", "_cost_limit", "_tree", "extensions")
+
+    def __init__(
+        self, backend: CelPythonBackend, tree: Node, cost_limit: int | None, extensions: frozenset[str]
+    ) -> None:
+        self._backend = backend
+        self._tree = tree
+        self._cost_limit = cost_limit
+        self.extensions = extensions
+
+    def evaluate(self, activation: Mapping[str, object]) -> object:
+        """See ``backend.Executable.evaluate``."""
+        backend = self._backend
+        scope = Scope({**backend.namespaces, **activation}, backend.functions, backend.methods, TYPE_VALUES)
+        budget = Budget(self._cost_limit) if self._cost_limit is not None else None
+        try:
+            result = BudgetEvaluator(self._tree, scope, budget).evaluate()
+        except CELEvalError as error:
+            raise CelEvaluationError(_message(error)) from None
+        except CelError:
+            raise
+        except RecursionError:
+            raise CelEvaluationError("expression nesting is too deep to evaluate") from None
+        except Exception as error:  # cel-python internals: never let a raw Python exception escape
+            raise CelEvaluationError(f"internal error: {type(error).__name__}: {error}") from None
+        return values.normalise(result)
+
+
+def _message(error: CELEvalError) -> str:
+    text = str(error.args[0]) if error.args else "evaluation error"
+    return _MESSAGES.get(text, text)
+
+
+class CelPythonBackend:
+    """Compiles with cel-python's parser, our checker and evaluator, and the declared ``overloads``."""
+
+    def __init__(self, overloads: Iterable[Overload], namespaces: Iterable[Namespace]) -> None:
+        declared = (*overloads, *STANDARD)
+        global_table, member_table = dispatch_tables(declared)
+        self.functions: dict[str, Any] = {
+            **{name: base_functions[name] for name in _ARITHMETIC},
+            **OPERATORS,
+            **global_table,
+        }
+        self.methods: dict[str, Any] = dict(member_table)
+        self.namespaces: dict[str, Namespace] = {namespace.name: namespace for namespace in namespaces}
+        self.signatures = Signatures.of(declared)
+
+    def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelPythonExecutable:
+        """See ``backend.Backend.compile``."""
+        if len(source) > limits.max_expression_length:
+            raise CelCompileError(
+                f"1:1: expression is {len(source)} characters long,"
+                f" over the limit of {limits.max_expression_length}"
+            )
+        tree = parse(source)
+        try:
+            extensions = check(
+                tree, {*variables, *self.namespaces}, self.signatures, max_nesting=limits.max_nesting
+            )
+        except RecursionError:  # pragma: no cover - the checker is iterative; defence in depth
+            raise CelCompileError("1:1: expression is nested too deeply") from None
+        return CelPythonExecutable(self, tree, limits.cost_limit, extensions)
+
+    def to_cel(self, value: object) -> object:
+        """See ``values.to_cel``."""
+        return values.to_cel(value)
+
+    def to_python(self, value: object) -> object:
+        """See ``values.to_python``."""
+        return values.to_python(value)

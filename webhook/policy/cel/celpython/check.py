@@ -1,0 +1,251 @@
+"""Load-time checks of a parse tree, standing in for cel-go's type checker where it matters to policies.
+
+What the apiserver rejects when a policy is created (``reference/k8s-cel-admission.md`` §6, §10) and is
+checkable without types: undeclared variables and functions, member-vs-global call form and arity of known
+functions, macro shapes (``has(a.b)``, ``all(x, p)``, ``map(x, [p,] f)``), invalid regex, duration and
+timestamp *literals*, heterogeneous list and map literals (``HomogeneousAggregateLiterals``), and the
+nesting limit. Errors are ``CelCompileError`` with ``<line>:<column>: <message>``. The walk is iterative, so a
+deep tree never raises ``RecursionError``. It also reports which extension (non-portable) functions are used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import lark
+import re2  # type: ignore[import-untyped]
+from celpy import celtypes
+from celpy.evaluation import celstr
+
+from webhook.errors import CelCompileError
+from webhook.policy.cel.celpython.evaluator import MACROS
+from webhook.policy.cel.celpython.tree import Node, call_arguments, identifier, unwrap
+from webhook.policy.cel.libraries.registry import Overload
+
+_NESTING_RULES = frozenset(
+    {"paren_expr", "list_lit", "map_lit", "member_dot_arg", "ident_arg", "member_index", "expr"}
+)
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
+_LITERAL_KINDS = {
+    "INT_LIT": "int",
+    "UINT_LIT": "uint",
+    "FLOAT_LIT": "double",
+    "STRING_LIT": "string",
+    "MLSTRING_LIT": "string",
+    "BYTES_LIT": "bytes",
+    "BOOL_LIT": "bool",
+    "NULL_LIT": "null",
+}
+#: Parse-tree depth the evaluator can walk within Python's default recursion limit (measured, with margin).
+MAX_TREE_DEPTH = 200
+
+
+@dataclass(frozen=True)
+class Signatures:
+    """What the checker knows: arities per global and member function name, namespace members."""
+
+    global_arities: Mapping[str, frozenset[int]]
+    member_arities: Mapping[str, frozenset[int]]
+    namespace_members: Mapping[str, Mapping[str, frozenset[int]]]
+    extensions: frozenset[str]
+
+    @classmethod
+    def of(cls, overloads: Collection[Overload]) -> Signatures:
+        """Signatures of ``overloads`` (namespaced ones are listed under their namespace)."""
+        global_arities: dict[str, set[int]] = {}
+        member_arities: dict[str, set[int]] = {}
+        namespaces: dict[str, dict[str, set[int]]] = {}
+        extensions: set[str] = set()
+        for overload in overloads:
+            receiver = overload.params[0] if overload.params else ""
+            if overload.member and receiver.startswith("namespace:"):
+                namespace = receiver.removeprefix("namespace:")
+                namespaces.setdefault(namespace, {}).setdefault(overload.name, set()).add(overload.arity)
+                qualified = f"{namespace}.{overload.name}"
+            else:
+                table = member_arities if overload.member else global_arities
+                table.setdefault(overload.name, set()).add(overload.arity)
+                qualified = overload.name
+            if not overload.portable:
+                extensions.add(qualified)
+        return cls(
+            {name: frozenset(arities) for name, arities in global_arities.items()},
+            {name: frozenset(arities) for name, arities in member_arities.items()},
+            {ns: {name: frozenset(a) for name, a in members.items()} for ns, members in namespaces.items()},
+            frozenset(extensions),
+        )
+
+
+def check(
+    tree: Node,
+    variables: Collection[str],
+    signatures: Signatures,
+    *,
+    max_nesting: int,
+) -> frozenset[str]:
+    """Check ``tree``; return the extension functions it calls. Raises ``CelCompileError``."""
+    used: set[str] = set()
+    stack: list[tuple[Any, int, int, frozenset[str]]] = [(tree, 0, 0, frozenset(variables))]
+    while stack:
+        node, nesting, depth, scope = stack.pop()
+        if not isinstance(node, lark.Tree):
+            continue
+        if depth > MAX_TREE_DEPTH or nesting > max_nesting:
+            _fail(node, f"expression nesting exceeds the limit of {max_nesting}")
+        rule = node.data
+        if rule in _NESTING_RULES and (rule != "expr" or len(node.children) > 1):
+            nesting += 1
+        children: list[tuple[Any, int, int, frozenset[str]]] = [
+            (child, nesting, depth + 1, scope) for child in node.children
+        ]
+        if rule == "ident":
+            name = str(node.children[0])
+            if name not in scope and name not in _TYPE_NAMES:
+                _fail(node, f"undeclared reference to '{name}'")
+        elif rule == "ident_arg":
+            _check_global_call(node, signatures, used)
+        elif rule == "member_dot_arg":
+            children = _check_member_call(node, nesting, depth, scope, signatures=signatures, used=used)
+        elif rule in ("list_lit", "map_lit"):
+            _check_homogeneous(node)
+        stack.extend(children)
+    return frozenset(used)
+
+
+_TYPE_NAMES = frozenset(
+    {
+        "int",
+        "uint",
+        "double",
+        "bool",
+        "string",
+        "bytes",
+        "list",
+        "map",
+        "null_type",
+        "type",
+        "timestamp",
+        "duration",
+    }
+)
+
+
+def _check_global_call(node: Node, signatures: Signatures, used: set[str]) -> None:
+    name = str(node.children[0])
+    arguments = call_arguments(node, 1)
+    if name == "has":
+        if len(arguments) != 1 or unwrap(arguments[0]).data != "member_dot":
+            _fail(node, "invalid argument to has() macro")
+        return
+    if name == "dyn":
+        if len(arguments) != 1:
+            _fail(node, "found no matching overload for 'dyn'")
+        return
+    arities = signatures.global_arities.get(name)
+    if arities is None:
+        raise _error(node, f"undeclared reference to '{name}'")
+    if len(arguments) not in arities:
+        _fail(node, f"found no matching overload for '{name}' with {len(arguments)} argument(s)")
+    if name in signatures.extensions:
+        used.add(name)
+    _check_literal_arguments(node, name, arguments)
+
+
+def _check_member_call(
+    node: Node,
+    nesting: int,
+    depth: int,
+    scope: frozenset[str],
+    *,
+    signatures: Signatures,
+    used: set[str],
+) -> list[tuple[Any, int, int, frozenset[str]]]:
+    receiver, name_token = node.children[0], node.children[1]
+    name = str(name_token)
+    arguments = call_arguments(node, 2)
+    inner = [(child, nesting, depth + 1, scope) for child in arguments]
+    receiver_entry = (receiver, nesting, depth + 1, scope)
+    if name in MACROS:
+        allowed = (2, 3) if name == "map" else (2,)
+        if len(arguments) not in allowed:
+            _fail(node, f"macro '{name}' takes {' or '.join(map(str, allowed))} arguments")
+        variable = identifier(arguments[0])
+        if variable is None:
+            raise _error(node, f"argument to macro '{name}' must be a simple name")
+        body_scope = scope | {variable}
+        return [receiver_entry, *((child, nesting, depth + 1, body_scope) for child in arguments[1:])]
+    namespace = identifier(receiver)
+    if namespace is not None and namespace in signatures.namespace_members:
+        members = signatures.namespace_members[namespace]
+        if name not in members:
+            _fail(node, f"undeclared reference to '{namespace}.{name}'")
+        arities = members[name]
+        qualified = f"{namespace}.{name}"
+    else:
+        found = signatures.member_arities.get(name)
+        if found is None:
+            raise _error(node, f"undeclared reference to '{name}'")
+        arities, qualified = found, name
+    if len(arguments) not in arities:
+        _fail(node, f"found no matching overload for '{qualified}' with {len(arguments)} argument(s)")
+    if qualified in signatures.extensions:
+        used.add(qualified)
+    _check_literal_arguments(node, name, arguments)
+    return [receiver_entry, *inner]
+
+
+def _check_literal_arguments(node: Node, name: str, arguments: list[Node]) -> None:
+    literals = [_string_literal(argument) for argument in arguments]
+    if name in _REGEX_FUNCTIONS and literals and literals[-1 if name == "matches" else 0] is not None:
+        pattern = literals[-1 if name == "matches" else 0]
+        try:
+            re2.compile(pattern)
+        except re2.error as error:
+            _fail(node, f"error parsing regexp: {error}")
+    if name in ("duration", "timestamp") and len(literals) == 1 and literals[0] is not None:
+        convert = celtypes.DurationType if name == "duration" else celtypes.TimestampType
+        try:
+            convert(literals[0])
+        except Exception as error:  # cel-python raises ValueError or TypeError variants
+            _fail(node, f"invalid {name} literal {literals[0]!r}: {error}")
+
+
+def _check_homogeneous(node: Node) -> None:
+    if not node.children:
+        return
+    elements = [child for child in node.children[0].children if isinstance(child, lark.Tree)]
+    groups = [elements] if node.data == "list_lit" else [elements[0::2], elements[1::2]]
+    for group in groups:
+        kinds = {k for k in map(_static_kind, group) if k not in ("dyn", "null")}
+        if len(kinds) > 1:
+            first, *others = sorted(kinds)
+            _fail(node, f"expected type '{first}' but found '{others[0]}'")
+
+
+def _static_kind(tree: Node) -> str:
+    node = unwrap(tree)
+    if node.data == "literal":
+        return _LITERAL_KINDS.get(getattr(node.children[0], "type", ""), "dyn")
+    if node.data in ("list_lit", "map_lit"):
+        return node.data.removesuffix("_lit")
+    if node.data == "unary" and unwrap(node.children[1]).data == "literal":
+        return _static_kind(node.children[1])
+    return "dyn"
+
+
+def _string_literal(tree: Node) -> str | None:
+    node = unwrap(tree)
+    if node.data == "literal" and node.children[0].type in ("STRING_LIT", "MLSTRING_LIT"):  # type: ignore[union-attr]
+        return str(celstr(node.children[0]))  # type: ignore[arg-type]
+    return None
+
+
+def _error(node: Node, message: str) -> CelCompileError:
+    meta = node.meta
+    return CelCompileError(f"{getattr(meta, 'line', 1)}:{getattr(meta, 'column', 1)}: {message}")
+
+
+def _fail(node: Node, message: str) -> None:
+    raise _error(node, message)

@@ -1,0 +1,30 @@
+"""Small helpers over cel-python's lark parse tree, shared by the checker and the evaluator."""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import lark
+
+#: A node of cel-python's parse tree.
+Node: TypeAlias = "lark.Tree[Any]"
+
+
+def unwrap(tree: Node) -> Node:
+    """The first node below ``tree`` that is not a single-child pass-through (``expr -> ... -> primary``)."""
+    while len(tree.children) == 1 and isinstance(tree.children[0], lark.Tree):
+        tree = tree.children[0]
+    return tree
+
+
+def identifier(tree: Node) -> str | None:
+    """The name if ``tree`` is a bare identifier, else None."""
+    node = unwrap(tree)
+    return str(node.children[0]) if node.data == "ident" else None
+
+
+def call_arguments(call: Node, position: int) -> list[Node]:
+    """The argument expressions of a call node whose ``exprlist`` (if any) is child ``position``."""
+    if len(call.children) <= position:
+        return []
+    return [child for child in call.children[position].children if isinstance(child, lark.Tree)]

@@ -1,0 +1,156 @@
+"""Conversion between JSON-shaped Python values and cel-python's CEL values (``celpy.celtypes``).
+
+``to_cel`` is applied once per request to the admission objects; ``to_python`` turns a result back into plain
+JSON-able Python; ``normalise`` turns what a library function returns (plain ``str``, ``int``, ``list``, ...)
+into CEL values, leaving library values (Semver, Quantity, IP, ...) as they are.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+from celpy import celtypes
+
+from webhook.errors import CelEvaluationError
+
+_INT64 = range(-(2**63), 2**63)
+_CEL_SCALARS = (
+    celtypes.BoolType,
+    celtypes.IntType,
+    celtypes.UintType,
+    celtypes.DoubleType,
+    celtypes.StringType,
+    celtypes.BytesType,
+    celtypes.TimestampType,
+    celtypes.DurationType,
+)
+
+
+def to_cel(value: object) -> object:
+    """A JSON-shaped value (dict/list/str/int/float/bool/None; also datetime/timedelta) as a CEL value.
+
+    Raises ``CelEvaluationError`` for an int outside int64 or a value of another type (its path is named).
+    """
+    return _convert(value, strict=True, path="$")
+
+
+def normalise(value: object) -> object:
+    """Like ``to_cel`` but lets library values through and leaves values that already are CEL values alone."""
+    return _convert(value, strict=False, path="$")
+
+
+def _convert(value: object, *, strict: bool, path: str) -> object:
+    if isinstance(value, _CEL_SCALARS) or value is None:
+        return value
+    if isinstance(value, bool):
+        return celtypes.BoolType(value)
+    if isinstance(value, int):
+        if value not in _INT64:
+            raise CelEvaluationError(f"{path}: integer {value} is outside the int64 range")
+        return celtypes.IntType(value)
+    if isinstance(value, float):
+        return celtypes.DoubleType(value)
+    if isinstance(value, str):
+        return celtypes.StringType(value)
+    if isinstance(value, bytes):
+        return celtypes.BytesType(value)
+    if isinstance(value, list | tuple):
+        if isinstance(value, celtypes.ListType) and not strict:
+            return value
+        items: list[Any] = [
+            _convert(item, strict=strict, path=f"{path}[{i}]") for i, item in enumerate(value)
+        ]
+        return celtypes.ListType(items)
+    if isinstance(value, Mapping):
+        if isinstance(value, celtypes.MapType) and not strict:
+            return value
+        return celtypes.MapType(
+            {
+                _convert(key, strict=strict, path=path): _convert(item, strict=strict, path=f"{path}.{key}")
+                for key, item in value.items()
+            }
+        )
+    if isinstance(value, datetime.datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
+        return celtypes.TimestampType(aware)
+    if isinstance(value, datetime.timedelta):
+        return celtypes.DurationType(value)
+    if strict:
+        raise CelEvaluationError(f"{path}: a {type(value).__name__} is not a JSON value")
+    return value
+
+
+def to_python(value: object) -> Any:
+    """A CEL value as plain JSON-able Python.
+
+    bool/int/uint/double/string/null/list/map map to their Python twins (map keys stay as they are);
+    bytes become base64 text (as cel-go's JSON conversion does); timestamps RFC 3339 text
+    (``2024-01-02T03:04:05Z``); durations seconds text (``3600s``, ``1.5s``); type values their CEL name;
+    library values (semver, quantity, IP, CIDR, URL, ...) their canonical string form (``str``).
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, list):
+        return [to_python(item) for item in value]
+    if isinstance(value, Mapping):
+        return {to_python(key): to_python(item) for key, item in value.items()}
+    if isinstance(value, datetime.datetime):
+        return format_timestamp(value)
+    if isinstance(value, datetime.timedelta):
+        return format_duration(value)
+    if isinstance(value, type):
+        return type_name(value)
+    return str(value)
+
+
+def format_timestamp(value: datetime.datetime) -> str:
+    """RFC 3339 in UTC with ``Z`` and only as many fractional digits as needed (as cel-go prints)."""
+    utc = value.astimezone(datetime.UTC)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += f".{utc.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+def format_duration(value: datetime.timedelta) -> str:
+    """Seconds with a trailing ``s`` and fractional digits needed: ``3600s``, ``1.5s``, ``-1.25s``."""
+    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    sign = "-" if micros < 0 else ""
+    seconds, fraction = divmod(abs(micros), 1_000_000)
+    text = f"{sign}{seconds}"
+    if fraction:
+        text += f".{fraction:06d}".rstrip("0")
+    return text + "s"
+
+
+_TYPE_NAMES: dict[type, str] = {
+    celtypes.BoolType: "bool",
+    celtypes.IntType: "int",
+    celtypes.UintType: "uint",
+    celtypes.DoubleType: "double",
+    celtypes.StringType: "string",
+    celtypes.BytesType: "bytes",
+    celtypes.ListType: "list",
+    celtypes.MapType: "map",
+    celtypes.TimestampType: "google.protobuf.Timestamp",
+    celtypes.DurationType: "google.protobuf.Duration",
+    type(None): "null_type",
+}
+
+
+def type_name(value: type) -> str:
+    """The CEL name of a type value (``int``, ``list``, ...); library types by their class name."""
+    return _TYPE_NAMES.get(value, getattr(value, "cel_type_name", value.__name__))

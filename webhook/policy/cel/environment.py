@@ -1,0 +1,81 @@
+"""Compile CEL expressions once against declared variables; evaluate them many times.
+
+``Environment`` and ``Program`` are engine-neutral: they talk to a ``backend.Backend`` (today cel-python).
+Limits follow the apiserver: a per-evaluation cost limit (``PerCallLimit`` 1,000,000), an expression length
+limit and a nesting limit checked at load time.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Mapping
+
+from webhook.policy.cel.backend import Backend, Executable, Limits
+from webhook.policy.cel.celpython.backend import CelPythonBackend
+from webhook.policy.cel.cost import DEFAULT_COST_LIMIT
+from webhook.policy.cel.libraries import LIBRARY, NAMESPACES
+
+#: cel-go's default limit on expression size, in code points.
+DEFAULT_MAX_EXPRESSION_LENGTH = 100_000
+#: Nesting of calls, indexing, parentheses, literals and conditionals (cel-cpp's parser limit is 32).
+DEFAULT_MAX_NESTING = 32
+
+
+@functools.cache
+def default_backend() -> Backend:
+    """The process-wide backend with every library registered (built on first use)."""
+    return CelPythonBackend(LIBRARY, NAMESPACES)
+
+
+class Program:
+    """A compiled expression. ``evaluate`` may be called concurrently from several threads.
+
+    ``expression``: the source text; ``extensions``: the non-portable extension functions it calls.
+    """
+
+    __slots__ = ("_executable", "expression", "extensions")
+
+    def __init__(self, expression: str, executable: Executable) -> None:
+        self.expression = expression
+        self.extensions = executable.extensions
+        self._executable = executable
+
+    def evaluate(self, activation: Mapping[str, object]) -> object:
+        """The CEL value of the expression for ``activation`` (variable name -> CEL value from ``to_cel``).
+
+        Raises ``webhook.errors.CelEvaluationError`` (a run-time CEL error, with cel-go's message where one
+        is known) or its subclass ``CostLimitExceeded``; no other exception escapes.
+        """
+        return self._executable.evaluate(activation)
+
+    def __repr__(self) -> str:
+        return f"Program({self.expression!r})"
+
+
+class Environment:
+    """Which top-level variables exist (``object``, ``oldObject``, ``request``, ``params``...), and limits.
+
+    The library namespaces (``sets``, ``strings``, ``lists``, ``ip``, ``format``, ``optional``, and the
+    extensions ``cluster``, ``clock``, ``olm``) are always declared.
+    """
+
+    def __init__(
+        self,
+        variables: Collection[str],
+        *,
+        cost_limit: int | None = DEFAULT_COST_LIMIT,
+        max_expression_length: int = DEFAULT_MAX_EXPRESSION_LENGTH,
+        max_nesting: int = DEFAULT_MAX_NESTING,
+        backend: Backend | None = None,
+    ) -> None:
+        self.variables = frozenset(variables)
+        self.limits = Limits(cost_limit, max_expression_length, max_nesting)
+        self._backend = backend or default_backend()
+
+    def compile(self, expression: str) -> Program:
+        """A ``Program``; raises ``webhook.errors.CelCompileError`` (``<line>:<column>: <message>``) for a
+        syntax error, an undeclared variable or function, a wrong number of arguments, an invalid regex,
+        duration or timestamp literal, a heterogeneous list or map literal, or an expression over the size or
+        nesting limits.
+        """
+        return Program(expression, self._backend.compile(expression, self.variables, self.limits))
