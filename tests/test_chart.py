@@ -1,0 +1,720 @@
+"""The Helm chart, rendered by the real Helm SDK (helm-python-sdk binds Helm v4's Go SDK; no helm binary).
+
+Every variant of ``tests/data/chart/variants.yaml`` is rendered, linted and validated against the Kubernetes
+OpenAPI schemas bundled by ``kubernetes-validate`` (oldest supported and newest bundled Kubernetes). Then
+concrete facts are asserted on the rendered objects: the webhook rules select exactly the governed kinds, the
+CA bundle is the CA that signed the serving certificate, probes, hardening, RBAC verbs, Secret-only
+credentials. ClusterExtensionRevisions of ``tests/data/chart/revisions.yaml`` are checked against the CRD's
+schema and its CEL rules (evaluated with cel-python, as the API server would), and invalid values of
+``tests/data/chart/bad_values.yaml`` must fail at render time with values.schema.json's message.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import celpy
+import helm_python as helm
+import jsonschema
+import kubernetes_validate  # type: ignore[import-untyped]
+import pytest
+import yaml
+from celpy.adapter import json_to_cel
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.oid import ExtendedKeyUsageOID
+
+ROOT = Path(__file__).resolve().parent.parent
+CHART = ROOT / "charts" / "upgrade-gate"
+EXAMPLES = ROOT / "examples"
+DATA = Path(__file__).resolve().parent / "data" / "chart"
+RELEASE = "gate"
+NAMESPACE = "upgrade-gate"
+FULLNAME = "gate-upgrade-gate"
+WEBHOOK = f"{FULLNAME}-webhook"
+SYNC = f"{FULLNAME}-sync"
+TLS_SECRET = f"{WEBHOOK}-tls"
+SERVICE_HOST = f"{WEBHOOK}.{NAMESPACE}.svc"
+# The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest kubernetes-validate bundles.
+KUBE_VERSIONS = ("1.30", kubernetes_validate.utils.latest_version())
+# Kinds from CRDs of other projects: kubernetes-validate has no schema for them; dedicated tests cover them.
+THIRD_PARTY_KINDS = {
+    ("cert-manager.io/v1", "Issuer"),
+    ("cert-manager.io/v1", "Certificate"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+}
+# The governed kinds (group, version, resource, scope) and the operations, per webhook.
+OPERATIONS = ["CREATE", "UPDATE"]
+VALIDATED = {
+    ("olm.operatorframework.io", "v1", "clusterextensionrevisions", "Cluster"),
+    ("olm.operatorframework.io", "v1", "clusterextensions", "Cluster"),
+    ("addon.open-cluster-management.io", "v1alpha1", "managedclusteraddons", "Namespaced"),
+    ("addon.open-cluster-management.io", "v1alpha1", "clustermanagementaddons", "Cluster"),
+}
+MUTATED = VALIDATED - {("addon.open-cluster-management.io", "v1alpha1", "clustermanagementaddons", "Cluster")}
+READ = ["get", "list", "watch"]
+
+Manifest = dict[str, Any]
+
+
+def _load(name: str) -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = yaml.safe_load((DATA / name).read_text())
+    return cases
+
+
+VARIANTS = {case["id"]: case for case in _load("variants.yaml")}
+BAD_VALUES = _load("bad_values.yaml")
+REVISIONS = _load("revisions.yaml")
+
+
+@pytest.fixture(scope="module")
+def chart() -> Iterator[helm.Chart]:
+    with helm.Chart.load(CHART) as loaded:
+        yield loaded
+
+
+def render(chart: helm.Chart, values: dict[str, Any] | None = None) -> list[Manifest]:
+    """Render like `helm template gate charts/upgrade-gate -n upgrade-gate`; the objects, NOTES.txt left out."""
+    rendered = chart.render(values or {}, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    objects: list[Manifest] = []
+    for path, text in sorted(rendered.items()):
+        if path.endswith("NOTES.txt"):
+            continue
+        objects.extend(doc for doc in yaml.safe_load_all(text) if doc)
+    return objects
+
+
+@pytest.fixture(scope="module")
+def rendered(chart: helm.Chart) -> dict[str, list[Manifest]]:
+    return {variant: render(chart, case["values"]) for variant, case in VARIANTS.items()}
+
+
+def find(objects: list[Manifest], kind: str, name: str | None = None) -> Manifest:
+    matches = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(matches) == 1, f"expected one {kind} {name or ''}, found {len(matches)}"
+    return matches[0]
+
+
+def container(pod_spec: Manifest) -> Manifest:
+    (only,) = pod_spec["containers"]
+    c: Manifest = only
+    return c
+
+
+def env_of(c: Manifest) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+
+
+# --- every variant: renders, lints clean, validates against Kubernetes OpenAPI -------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v} renders exactly the expected objects")
+def test_variant_renders_exactly_the_expected_objects(rendered, variant):
+    kinds = Counter(o["kind"] for o in rendered[variant])
+    assert dict(kinds) == VARIANTS[variant]["kinds"]
+    for o in rendered[variant]:
+        labels = o["metadata"]["labels"]
+        assert labels["app.kubernetes.io/instance"] == RELEASE
+        assert labels["app.kubernetes.io/managed-by"] == "Helm"
+        assert labels["helm.sh/chart"] == "upgrade-gate-0.1.0"
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"{v} validates against Kubernetes OpenAPI")
+@pytest.mark.parametrize("kube", KUBE_VERSIONS, ids=lambda k: f"Kubernetes {k}")
+def test_variant_validates_against_kubernetes_openapi(rendered, variant, kube):
+    for o in rendered[variant]:
+        if (o["apiVersion"], o["kind"]) in THIRD_PARTY_KINDS:
+            continue
+        try:
+            kubernetes_validate.validate(o, kube, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            pytest.fail(f"{o['kind']}/{o['metadata']['name']} at {list(error.path)}: {error.message}")
+
+
+def test_openapi_validation_is_not_vacuous(rendered):
+    deployment = find(rendered["the default values (generated certificates, no sync loop)"], "Deployment")
+    broken = yaml.safe_load(yaml.safe_dump(deployment))
+    broken["spec"]["template"]["spec"]["containers"][0]["livenessprobe"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, KUBE_VERSIONS[0], strict=True)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"helm lint is clean for {v}")
+def test_helm_lint_is_clean(variant):
+    report = helm.lint(CHART, VARIANTS[variant]["values"], strict=True, namespace=NAMESPACE, kube_version="v1.30.0")
+    # Severity 1 is INFO ("icon is recommended"); anything from WARNING up is a finding.
+    findings = [m for m in report["messages"] if m["severity"] >= 2]
+    assert findings == []
+    assert report["errors"] == []
+
+
+# --- bad input fails at render time with the schema's message ------------------------------------------------
+
+
+@pytest.mark.parametrize("case", BAD_VALUES, ids=lambda c: f"rendering is refused for {c['id']}")
+def test_invalid_values_fail_at_render_time_with_the_schema_message(chart, case):
+    with pytest.raises(helm.HelmValuesError) as raised:
+        chart.render(case["values"], name=RELEASE, namespace=NAMESPACE)
+    assert "values don't meet the specifications of the schema" in str(raised.value)
+    assert case["message"] in str(raised.value)
+
+
+def test_the_default_values_pass_the_schema(chart):
+    chart.validate_schema(chart.values)
+
+
+# --- the webhook configurations --------------------------------------------------------------------------------
+
+
+def _rules(webhook: Manifest) -> set[tuple[str, str, str, str]]:
+    selected: set[tuple[str, str, str, str]] = set()
+    for rule in webhook["rules"]:
+        assert rule["operations"] == OPERATIONS
+        for group in rule["apiGroups"]:
+            for version in rule["apiVersions"]:
+                for resource in rule["resources"]:
+                    assert "*" not in (group, version, resource)
+                    selected.add((group, version, resource, rule["scope"]))
+    return selected
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"the webhooks govern exactly the kinds for {v}")
+def test_webhook_rules_select_exactly_the_governed_kinds(rendered, variant):
+    (validating,) = find(rendered[variant], "ValidatingWebhookConfiguration")["webhooks"]
+    (mutating,) = find(rendered[variant], "MutatingWebhookConfiguration")["webhooks"]
+    assert _rules(validating) == VALIDATED
+    assert _rules(mutating) == MUTATED
+
+
+def test_webhooks_are_side_effect_free_v1_and_take_failure_policy_and_timeout_from_values(rendered):
+    for variant, failure, timeout in [
+        ("the default values (generated certificates, no sync loop)", "Fail", 10),
+        ("generated certificates failing open with a short timeout and an extra exempt namespace", "Ignore", 5),
+    ]:
+        objects = rendered[variant]
+        service = find(objects, "Service", WEBHOOK)
+        for kind, path in [
+            ("ValidatingWebhookConfiguration", "/validate"),
+            ("MutatingWebhookConfiguration", "/mutate"),
+        ]:
+            (webhook,) = find(objects, kind)["webhooks"]
+            assert webhook["sideEffects"] == "None"
+            assert webhook["admissionReviewVersions"] == ["v1"]
+            assert webhook["failurePolicy"] == failure
+            assert webhook["timeoutSeconds"] == timeout
+            assert webhook["matchPolicy"] == "Equivalent"
+            assert webhook["clientConfig"]["service"] == {
+                "name": service["metadata"]["name"],
+                "namespace": NAMESPACE,
+                "path": path,
+                "port": service["spec"]["ports"][0]["port"],
+            }
+
+
+def test_the_namespace_selector_exempts_kube_system_the_release_namespace_and_extra_namespaces(rendered):
+    for variant, exempt in [
+        ("the default values (generated certificates, no sync loop)", ["kube-system", NAMESPACE]),
+        (
+            "generated certificates failing open with a short timeout and an extra exempt namespace",
+            ["kube-system", NAMESPACE, "open-cluster-management"],
+        ),
+    ]:
+        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+            (webhook,) = find(rendered[variant], kind)["webhooks"]
+            assert webhook["namespaceSelector"] == {
+                "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": exempt}]
+            }
+
+
+# --- TLS: the CA bundle always matches the serving certificate ------------------------------------------------
+
+
+def test_generated_ca_bundle_is_the_ca_that_signed_the_serving_certificate_in_every_resource(rendered):
+    objects = rendered["the default values (generated certificates, no sync loop)"]
+    secret = find(objects, "Secret", TLS_SECRET)
+    assert secret["type"] == "kubernetes.io/tls"
+    bundles = {
+        kind: find(objects, kind)["webhooks"][0]["clientConfig"]["caBundle"]
+        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+    }
+    assert set(bundles.values()) == {secret["data"]["ca.crt"]}
+
+    ca = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["ca.crt"]))
+    serving = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    key = serialization.load_pem_private_key(base64.b64decode(secret["data"]["tls.key"]), password=None)
+    serving.verify_directly_issued_by(ca)
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    assert key.public_key().public_numbers() == serving.public_key().public_numbers()  # type: ignore[union-attr]
+    names = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == [
+        WEBHOOK,
+        f"{WEBHOOK}.{NAMESPACE}",
+        SERVICE_HOST,
+        f"{SERVICE_HOST}.cluster.local",
+    ]
+    usage = serving.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert ExtendedKeyUsageOID.SERVER_AUTH in usage
+
+    # The pods serve that very Secret.
+    pod = find(objects, "Deployment", WEBHOOK)["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == TLS_SECRET
+    args = container(pod)["args"]
+    assert "--cert=/etc/upgrade-gate/tls/tls.crt" in args
+    assert "--key=/etc/upgrade-gate/tls/tls.key" in args
+
+
+def test_each_render_generates_a_fresh_ca_without_a_cluster_to_look_up(chart):
+    first = find(render(chart), "Secret", TLS_SECRET)["data"]["ca.crt"]
+    second = find(render(chart), "Secret", TLS_SECRET)["data"]["ca.crt"]
+    assert first != second
+
+
+@pytest.mark.parametrize(
+    ("variant", "issuer"),
+    [
+        (
+            "cert-manager issues the certificate from a chart-created CA",
+            {"name": f"{WEBHOOK}-ca", "kind": "Issuer", "group": "cert-manager.io"},
+        ),
+        (
+            "cert-manager issues the certificate from an existing ClusterIssuer",
+            {"name": "corporate-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"},
+        ),
+    ],
+    ids=["cert-manager injects the CA of a chart-created CA", "cert-manager injects the CA of a ClusterIssuer"],
+)
+def test_cert_manager_issues_the_served_secret_and_injects_its_ca(rendered, variant, issuer):
+    objects = rendered[variant]
+    certificate = find(objects, "Certificate", WEBHOOK)
+    assert certificate["spec"]["secretName"] == TLS_SECRET
+    assert certificate["spec"]["issuerRef"] == issuer
+    assert certificate["spec"]["dnsNames"] == [
+        WEBHOOK,
+        f"{WEBHOOK}.{NAMESPACE}",
+        SERVICE_HOST,
+        f"{SERVICE_HOST}.cluster.local",
+    ]
+    assert "server auth" in certificate["spec"]["usages"]
+    assert not [o for o in objects if o["kind"] == "Secret"]
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        configuration = find(objects, kind)
+        assert configuration["metadata"]["annotations"] == {"cert-manager.io/inject-ca-from": f"{NAMESPACE}/{WEBHOOK}"}
+        assert "caBundle" not in configuration["webhooks"][0]["clientConfig"]
+    pod = find(objects, "Deployment", WEBHOOK)["spec"]["template"]["spec"]
+    assert {v["name"]: v for v in pod["volumes"]}["tls"]["secret"]["secretName"] == TLS_SECRET
+
+
+def test_the_chart_created_ca_chain_roots_in_a_self_signed_issuer(rendered):
+    objects = rendered["cert-manager issues the certificate from a chart-created CA"]
+    selfsigned = find(objects, "Issuer", f"{WEBHOOK}-selfsigned")
+    ca_certificate = find(objects, "Certificate", f"{WEBHOOK}-ca")
+    ca_issuer = find(objects, "Issuer", f"{WEBHOOK}-ca")
+    assert selfsigned["spec"] == {"selfSigned": {}}
+    assert ca_certificate["spec"]["isCA"] is True
+    assert ca_certificate["spec"]["issuerRef"]["name"] == selfsigned["metadata"]["name"]
+    assert ca_issuer["spec"] == {"ca": {"secretName": ca_certificate["spec"]["secretName"]}}
+
+
+# --- the webhook Deployment -------------------------------------------------------------------------------------
+
+
+def test_the_webhook_deployment_is_highly_available_probed_and_hardened(rendered):
+    objects = rendered["the default values (generated certificates, no sync loop)"]
+    deployment = find(objects, "Deployment", WEBHOOK)
+    pod = deployment["spec"]["template"]["spec"]
+    c = container(pod)
+    assert deployment["spec"]["replicas"] == 3
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}
+    assert c["image"] == "upgrade-gate:0.1.0"
+    assert c["args"][0] == "serve"
+    assert "--policies=/app/policies" in c["args"]
+    assert "--port=8443" in c["args"]
+    assert c["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
+    assert c["resources"]["requests"] == {"cpu": "100m", "memory": "128Mi"}
+    assert c["securityContext"]["runAsNonRoot"] is True
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert {m["mountPath"] for m in c["volumeMounts"]} == {"/etc/upgrade-gate/tls", "/tmp"}
+
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod_labels(deployment).items()
+    term = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == selector
+
+    pdb = find(objects, "PodDisruptionBudget", WEBHOOK)
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": selector}}
+    service = find(objects, "Service", WEBHOOK)
+    assert service["spec"]["selector"] == selector
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}]
+
+
+def pod_labels(workload: Manifest) -> dict[str, str]:
+    labels: dict[str, str] = workload["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def test_hard_anti_affinity_and_an_image_from_a_registry(rendered):
+    objects = rendered["generated certificates failing open with a short timeout and an extra exempt namespace"]
+    pod = find(objects, "Deployment", WEBHOOK)["spec"]["template"]["spec"]
+    (term,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert container(pod)["image"] == "registry.example.com/platform/upgrade-gate:0.1.0-rc1"
+
+
+def test_policies_from_values_are_a_mounted_configmap(rendered):
+    objects = rendered["policies overridden from values as a ConfigMap"]
+    configmap = find(objects, "ConfigMap", f"{FULLNAME}-policies")
+    policy = yaml.safe_load(configmap["data"]["deny-unapproved.yaml"])
+    assert policy["kind"] == "ValidatingAdmissionPolicy"
+    deployment = find(objects, "Deployment", WEBHOOK)
+    pod = deployment["spec"]["template"]["spec"]
+    c = container(pod)
+    assert "--policies=/etc/upgrade-gate/policies" in c["args"]
+    assert {"name": "policies", "configMap": {"name": f"{FULLNAME}-policies"}} in pod["volumes"]
+    assert {"name": "policies", "mountPath": "/etc/upgrade-gate/policies", "readOnly": True} in c["volumeMounts"]
+    assert re.fullmatch(r"[0-9a-f]{64}", deployment["spec"]["template"]["metadata"]["annotations"]["checksum/policies"])
+
+
+# --- RBAC: least privilege ---------------------------------------------------------------------------------------
+
+
+def _grants(rules: list[Manifest]) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+def test_the_webhook_may_only_read_what_policies_look_up(rendered):
+    objects = rendered["the default values (generated certificates, no sync loop)"]
+    cluster_role = find(objects, "ClusterRole", WEBHOOK)
+    expected = {
+        (group, resource, verb)
+        for group, resources in [
+            ("olm.operatorframework.io", ["clusterextensionrevisions", "clusterextensions", "clustercatalogs"]),
+            ("addon.open-cluster-management.io", ["managedclusteraddons", "clustermanagementaddons"]),
+            ("cluster.open-cluster-management.io", ["placements"]),
+            ("", ["namespaces"]),
+        ]
+        for resource in resources
+        for verb in READ
+    }
+    assert _grants(cluster_role["rules"]) == expected
+    role = find(objects, "Role", WEBHOOK)
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert _grants(role["rules"]) == {("", "configmaps", verb) for verb in READ}
+    for binding_kind, role_kind in [("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")]:
+        binding = find(objects, binding_kind, WEBHOOK)
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": WEBHOOK}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": WEBHOOK, "namespace": NAMESPACE}]
+    pod = find(objects, "Deployment", WEBHOOK)["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == WEBHOOK
+
+
+def test_the_sync_loop_reads_extensions_and_catalogs_and_holds_only_its_lease(rendered):
+    objects = rendered["the sync loop as a Deployment with leader election and HTTPS credentials"]
+    assert _grants(find(objects, "ClusterRole", SYNC)["rules"]) == {
+        ("olm.operatorframework.io", resource, verb)
+        for resource in ("clusterextensions", "clustercatalogs")
+        for verb in READ
+    }
+    lease_role = find(objects, "Role", SYNC)
+    assert lease_role["metadata"]["namespace"] == NAMESPACE
+    assert lease_role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [SYNC],
+            "verbs": ["get", "update"],
+        },
+    ]
+    c = container(find(objects, "Deployment", SYNC)["spec"]["template"]["spec"])
+    assert env_of(c)["UPGRADE_GATE_LEASE_NAME"] == SYNC
+
+
+# --- the sync loop ------------------------------------------------------------------------------------------------
+
+
+def test_the_sync_deployment_loops_with_leader_election_and_credentials_from_secrets(rendered):
+    objects = rendered["the sync loop as a Deployment with leader election and HTTPS credentials"]
+    deployment = find(objects, "Deployment", SYNC)
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    c = container(pod)
+    assert c["args"] == ["sync", "--repo=https://git.example.com/platform/clusters.git", "--interval=10m"]
+    env = env_of(c)
+    assert env["UPGRADE_GATE_LEADER_ELECTION"] == "true"
+    assert env["UPGRADE_GATE_GIT_USERNAME"] == {"secretKeyRef": {"name": "gitops-credentials", "key": "username"}}
+    assert env["UPGRADE_GATE_GIT_PASSWORD"] == {"secretKeyRef": {"name": "gitops-credentials", "key": "password"}}
+    assert env["UPGRADE_GATE_FORGE_TOKEN"] == {"secretKeyRef": {"name": "forge-token", "key": "token"}}
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["serviceAccountName"] == SYNC
+
+
+def test_the_sync_cronjob_runs_once_per_schedule_with_an_ssh_key_file(rendered):
+    objects = rendered["the sync loop as a CronJob with an SSH key"]
+    cronjob = find(objects, "CronJob", SYNC)
+    assert cronjob["spec"]["schedule"] == "*/15 * * * *"
+    assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    c = container(pod)
+    assert c["args"] == ["sync", "--repo=git@git.example.com:platform/clusters.git", "--once"]
+    env = env_of(c)
+    assert "UPGRADE_GATE_LEASE_NAME" not in env
+    assert env["GIT_SSH_COMMAND"] == (
+        "ssh -i /etc/upgrade-gate/git/ssh-privatekey -o IdentitiesOnly=yes"
+        " -o UserKnownHostsFile=/etc/upgrade-gate/git/known_hosts -o StrictHostKeyChecking=yes"
+    )
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["git-ssh"]["secret"] == {
+        "secretName": "gitops-ssh",
+        "defaultMode": 0o400,
+        "items": [{"key": "identity", "path": "ssh-privatekey"}, {"key": "known_hosts", "path": "known_hosts"}],
+    }
+    assert not [o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == SYNC]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"no credential is rendered in clear for {v}")
+def test_no_credential_is_rendered_in_clear(rendered, variant):
+    for o in rendered[variant]:
+        if o["kind"] not in {"Deployment", "CronJob"}:
+            continue
+        spec = o["spec"]["jobTemplate"]["spec"] if o["kind"] == "CronJob" else o["spec"]
+        for name, value in env_of(container(spec["template"]["spec"])).items():
+            if re.search(r"PASSWORD|TOKEN|USERNAME", name):
+                assert set(value) == {"secretKeyRef"}, name
+
+
+# --- NetworkPolicy and ServiceMonitor -----------------------------------------------------------------------------
+
+
+def test_network_policies_admit_the_api_server_and_let_out_only_dns_api_and_git(rendered):
+    objects = rendered["NetworkPolicies and a ServiceMonitor around the webhook and the sync loop"]
+    webhook_pods = pod_labels(find(objects, "Deployment", WEBHOOK))
+    webhook = find(objects, "NetworkPolicy", WEBHOOK)["spec"]
+    assert webhook["podSelector"]["matchLabels"].items() <= webhook_pods.items()
+    assert webhook["ingress"] == [
+        {"ports": [{"port": "https", "protocol": "TCP"}], "from": [{"ipBlock": {"cidr": "10.0.0.0/16"}}]}
+    ]
+    egress_ports = [{(p["port"], p["protocol"]) for p in rule["ports"]} for rule in webhook["egress"]]
+    assert egress_ports == [{(53, "UDP"), (53, "TCP")}, {(443, "TCP"), (6443, "TCP")}]
+
+    sync_pods = pod_labels(find(objects, "Deployment", SYNC))
+    sync = find(objects, "NetworkPolicy", SYNC)["spec"]
+    assert sync["podSelector"]["matchLabels"].items() <= sync_pods.items()
+    assert sync["ingress"] == []
+    egress_ports = [{(p["port"], p["protocol"]) for p in rule["ports"]} for rule in sync["egress"]]
+    assert egress_ports == [{(53, "UDP"), (53, "TCP")}, {(443, "TCP"), (6443, "TCP")}, {(443, "TCP"), (22, "TCP")}]
+
+
+def test_the_service_monitor_scrapes_metrics_over_https_verified_by_the_serving_ca(rendered):
+    objects = rendered["NetworkPolicies and a ServiceMonitor around the webhook and the sync loop"]
+    monitor = find(objects, "ServiceMonitor", WEBHOOK)
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert monitor["spec"]["selector"]["matchLabels"] == find(objects, "Service", WEBHOOK)["spec"]["selector"]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] == "https"
+    assert endpoint["path"] == "/metrics"
+    assert endpoint["scheme"] == "https"
+    assert endpoint["tlsConfig"] == {
+        "serverName": SERVICE_HOST,
+        "ca": {"secret": {"name": TLS_SECRET, "key": "ca.crt"}},
+    }
+
+
+# --- the ClusterExtensionRevision CRD -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def crd(rendered) -> Manifest:
+    return find(rendered["the default values (generated certificates, no sync loop)"], "CustomResourceDefinition")
+
+
+def test_the_crd_serves_cluster_scoped_v1_with_status_and_printer_columns(crd):
+    assert crd["metadata"]["name"] == "clusterextensionrevisions.olm.operatorframework.io"
+    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert crd["spec"]["scope"] == "Cluster"
+    assert crd["spec"]["names"]["kind"] == "ClusterExtensionRevision"
+    (version,) = crd["spec"]["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
+    assert version["subresources"] == {"status": {}}
+    assert [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
+        ("Extension", "string", ".spec.clusterExtensionRef.name"),
+        ("Version", "string", ".spec.version"),
+        ("Approved", "boolean", ".spec.approved"),
+        ("Available Since", "date", ".spec.availableSince"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
+    schema = version["schema"]["openAPIV3Schema"]
+    spec = schema["properties"]["spec"]["properties"]
+    assert spec["approved"] == {
+        "description": spec["approved"]["description"],
+        "type": "boolean",
+        "default": False,
+    }
+    assert set(spec) == {
+        "clusterExtensionRef",
+        "version",
+        "bundleMetadata",
+        "availableSince",
+        "approved",
+        "approvedBy",
+        "approvedAt",
+    }
+    conditions = schema["properties"]["status"]["properties"]["conditions"]
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    assert conditions["items"]["required"] == ["type", "status", "lastTransitionTime", "reason", "message"]
+
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_FORMATS = jsonschema.FormatChecker(formats=())
+
+
+@_FORMATS.checks("date-time", raises=ValueError)
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    return bool(_RFC3339.match(value)) and bool(datetime.fromisoformat(value.upper().replace("Z", "+00:00")))
+
+
+def _strict(schema: Any) -> Any:
+    """The schema with unknown fields rejected, as `kubectl apply` does by default (fieldValidation=Strict)."""
+    if isinstance(schema, dict):
+        strict = {key: _strict(value) for key, value in schema.items()}
+        if strict.get("type") == "object" and "properties" in strict:
+            strict.setdefault("additionalProperties", False)
+        if strict.get("type") == "object" and "properties" not in strict:
+            strict.pop("additionalProperties", None)  # metadata: validated by the API server itself
+        return strict
+    if isinstance(schema, list):
+        return [_strict(item) for item in schema]
+    return schema
+
+
+def _path(parts: list[Any]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "(root)"
+
+
+def _cel_findings(schema: Manifest, value: Any, old: Any, parts: list[Any]) -> Iterator[str]:
+    """Evaluate x-kubernetes-validations (self, oldSelf) and list-map keys, as the API server does."""
+    for rule in schema.get("x-kubernetes-validations", []):
+        if "oldSelf" in rule["rule"] and old is None:
+            continue  # a transition rule runs only on update, when there is an old value
+        env = celpy.Environment()
+        program = env.program(env.compile(rule["rule"]))
+        activation = {"self": json_to_cel(value)}
+        if old is not None:
+            activation["oldSelf"] = json_to_cel(old)
+        if not bool(program.evaluate(activation)):
+            yield f"{_path(parts)}: {rule['message']}"
+    if isinstance(value, dict):
+        for key, child in schema.get("properties", {}).items():
+            if key in value:
+                old_child = old.get(key) if isinstance(old, dict) else None
+                yield from _cel_findings(child, value[key], old_child, [*parts, key])
+    if isinstance(value, list) and "items" in schema:
+        keys = schema.get("x-kubernetes-list-map-keys", [])
+        seen: set[tuple[Any, ...]] = set()
+        for index, item in enumerate(value):
+            if schema.get("x-kubernetes-list-type") == "map":
+                key = tuple(item.get(k) for k in keys)
+                if key in seen:
+                    pairs = ",".join(f"{k}={v}" for k, v in zip(keys, key, strict=True))
+                    yield f"{_path([*parts, index])}: duplicate list-map key {pairs}"
+                seen.add(key)
+            yield from _cel_findings(schema["items"], item, None, [*parts, index])
+
+
+def crd_findings(crd: Manifest, obj: Manifest, old: Manifest | None = None) -> list[str]:
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    validator = jsonschema.Draft7Validator(_strict(schema), format_checker=_FORMATS)
+    findings = [f"{_path(list(e.absolute_path))}: {e.validator}" for e in validator.iter_errors(obj)]
+    if findings:
+        return sorted(findings)  # CEL rules run here only on a schema-valid object: one cause per case
+    return sorted(_cel_findings(schema, obj, old, []))
+
+
+@pytest.mark.parametrize("case", REVISIONS, ids=lambda c: c["id"])
+def test_cluster_extension_revisions_against_the_crd(crd, case):
+    assert crd_findings(crd, case["object"], case.get("old")) == case["errors"]
+
+
+def test_every_cel_rule_of_the_crd_compiles(crd):
+    def rules(schema: Any) -> Iterator[str]:
+        if isinstance(schema, dict):
+            for rule in schema.get("x-kubernetes-validations", []):
+                yield rule["rule"]
+            for value in schema.values():
+                yield from rules(value)
+
+    found = list(rules(crd["spec"]["versions"][0]["schema"]))
+    assert len(found) == 3
+    env = celpy.Environment()
+    for rule in found:
+        env.compile(rule)
+
+
+# --- examples ----------------------------------------------------------------------------------------------
+
+
+def _example_docs(path: Path) -> list[Manifest]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def test_the_argo_cd_application_installs_the_chart_with_schema_valid_values(chart):
+    (app,) = _example_docs(EXAMPLES / "argocd" / "application.yaml")
+    assert (app["apiVersion"], app["kind"]) == ("argoproj.io/v1alpha1", "Application")
+    source = app["spec"]["source"]
+    assert source["path"] == "charts/upgrade-gate"
+    chart.validate_schema(source["helm"]["valuesObject"])
+    assert app["spec"]["destination"]["namespace"] == NAMESPACE
+    objects = chart.render(source["helm"]["valuesObject"], name=source["helm"]["releaseName"], namespace=NAMESPACE)
+    assert objects
+
+
+def test_the_flux_helm_release_installs_the_chart_with_schema_valid_values(chart):
+    docs = _example_docs(EXAMPLES / "flux" / "helmrelease.yaml")
+    kinds = {(d["apiVersion"], d["kind"]): d for d in docs}
+    repository = kinds[("source.toolkit.fluxcd.io/v1", "GitRepository")]
+    release = kinds[("helm.toolkit.fluxcd.io/v2", "HelmRelease")]
+    source = release["spec"]["chart"]["spec"]
+    assert source["chart"] == "./charts/upgrade-gate"
+    assert source["sourceRef"] == {"kind": "GitRepository", "name": repository["metadata"]["name"]}
+    chart.validate_schema(release["spec"]["values"])
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((EXAMPLES / "gitops-repo").rglob("*.yaml")),
+    ids=lambda p: f"the example repository's {p.relative_to(EXAMPLES / 'gitops-repo')} is well-formed",
+)
+def test_the_example_gitops_repository_manifests(crd, path):
+    for doc in _example_docs(path):
+        if path.name == "upgrade-gate.yaml":
+            assert "kind" not in doc
+            continue
+        if doc["kind"] == "ClusterExtensionRevision":
+            assert crd_findings(crd, doc) == []
+            name, version = doc["spec"]["clusterExtensionRef"]["name"], doc["spec"]["version"]
+            assert doc["metadata"]["name"] == f"{name}-{version}"
+            assert doc["metadata"]["labels"]["clusterextension"] == name
+        elif doc["apiVersion"] == "olm.operatorframework.io/v1":
+            assert doc["kind"] in {"ClusterExtension", "ClusterCatalog"}
+        else:
+            kubernetes_validate.validate(doc, KUBE_VERSIONS[0], strict=True)
