@@ -718,3 +718,17 @@ def test_the_example_gitops_repository_manifests(crd, path):
             assert doc["kind"] in {"ClusterExtension", "ClusterCatalog"}
         else:
             kubernetes_validate.validate(doc, KUBE_VERSIONS[0], strict=True)
+
+
+def _value_keys(values: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    for key, value in values.items():
+        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            yield from _value_keys(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"
+
+
+def test_the_chart_readme_documents_every_value(chart):
+    readme = (CHART / "README.md").read_text()
+    undocumented = [key for key in _value_keys(chart.values) if f"`{key}" not in readme]
+    assert undocumented == []
