@@ -46,7 +46,7 @@ def test_the_catalog_is_labelled_with_its_name(real: Catalog) -> None:
 
 def test_a_json_stream_may_be_pretty_printed() -> None:
     text = '{"schema": "olm.package",\n "name": "a"}\n\n{"schema": "olm.bundle",\n "package": "a",\n "name": "a.v1"}'
-    assert [(v["schema"], loc.line) for v, loc in iter_json_stream(text, "f.json")] == [
+    assert [(v["schema"], loc.line) for v, loc, _ in iter_json_stream(text, "f.json")] == [
         ("olm.package", 1),
         ("olm.bundle", 4),
     ]
