@@ -1,0 +1,219 @@
+"""Reading one YAML document field by field, collecting every problem with its place.
+
+A ``FieldReader`` walks a ``MarkedMap`` with field paths (``spec.validations[2].expression``) and records
+``field.Error``-worded problems (``webhook.policy.apivalidation``) as lines
+``<file>:<line>:<column>: document <n> (<Kind>/<name>): <field path>: <detail>``. It never raises; the
+loader raises one ``PolicyLoadError`` with every line once the whole set has been read.
+Unknown fields and repeated keys are problems, as with ``kubectl apply`` (strict field validation).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from webhook.errors import CelCompileError
+from webhook.policy import apivalidation as api
+from webhook.policy.documents import Document, MarkedList, MarkedMap, Position, position_in_scalar
+from webhook.policy.initializers import STRING_LITERAL, Rewritten
+from webhook.policy.model import Expression, Program
+
+
+class Compiler(Protocol):
+    """Compiles CEL ``text`` for an environment declaring exactly ``variables`` (top-level names).
+
+    Raises ``webhook.errors.CelCompileError`` whose message quotes the ``line:column`` of the problem.
+    """
+
+    def __call__(self, text: str, variables: frozenset[str]) -> Program:
+        """Compile ``text``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class At:
+    """A place in a document: the field path and where its value (or nearest parent) was written."""
+
+    path: str
+    position: Position
+    style: str | None = None
+
+    def __str__(self) -> str:
+        return self.path
+
+
+_VARIABLE_REFERENCE = re.compile(r"(?<![\w.])variables\s*\.\s*([_a-zA-Z][_a-zA-Z0-9]*)")
+
+
+def blank_strings(text: str) -> str:
+    """``text`` with the inside of every CEL string literal replaced by spaces (positions are kept)."""
+    return STRING_LITERAL.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def undefined_variable(text: str, defined: Sequence[str]) -> str | None:
+    """A cel-go style error for the first ``variables.<name>`` in ``text`` that is not in ``defined``.
+
+    The composited compiler (``k8s.io/apiserver/pkg/admission/plugin/cel/composition.go``) declares only
+    the variables compiled before, so a forward or unknown reference fails to compile: ``undefined field``.
+    """
+    for found in _VARIABLE_REFERENCE.finditer(blank_strings(text)):
+        if found.group(1) not in defined:
+            before = text[: found.start(1)]
+            line = before.count("\n") + 1
+            column = len(before) - (before.rfind("\n") + 1) + 1
+            return f"{line}:{column}: undefined field '{found.group(1)}'"
+    return None
+
+
+class FieldReader:
+    """Reads the fields of one document and collects problems in ``problems`` (rendered lines)."""
+
+    def __init__(self, document: Document, compiler: Compiler) -> None:
+        self.document = document
+        self.compiler = compiler
+        self.problems: list[tuple[Position, str]] = []
+        self.label = f"document {document.index}"
+
+    def name_object(self, kind: str, name: object) -> None:
+        """Say which object the document holds (``Kind/name``) in every later problem."""
+        shown = name if isinstance(name, str) and name else "<unnamed>"
+        self.label = f"document {self.document.index} ({kind}/{shown})"
+
+    def fail(self, at: At, detail: str, position: Position | None = None) -> None:
+        """Record a problem at ``at`` (or at the more precise ``position``)."""
+        where = position or at.position
+        line = f"{self.document.file}:{where.line}:{where.column}: {self.label}: {at}: {detail}"
+        self.problems.append((where, line))
+
+    def report(self) -> list[str]:
+        """The problems found, ordered by where they are in the file."""
+        return [line for _, line in sorted(self.problems, key=lambda problem: (problem[0].line, problem[0].column))]
+
+    # --- navigation ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def child(mapping: MarkedMap, at: At, key: str) -> At:
+        """The place of ``mapping[key]`` below ``at``."""
+        path = f"{at.path}.{key}" if at.path else key
+        return At(path, mapping.at(key), mapping.styles.get(key))
+
+    def mapping(self, value: Any, at: At, fields: frozenset[str] | None) -> MarkedMap | None:
+        """``value`` as a mapping (``None`` if absent or not a mapping: then a problem is recorded unless
+        absent); unknown keys (not in ``fields``; ``None`` allows any) and repeated keys are problems."""
+        if value is None:
+            return None
+        if not isinstance(value, MarkedMap):
+            self.fail(at, api.invalid(value, "must be an object"))
+            return None
+        for key, position in value.duplicates:
+            self.fail(self.child(value, at, str(key)), f'duplicate field "{key}"', position)
+        if fields is not None:
+            for key in value:
+                if key not in fields:
+                    self.fail(self.child(value, at, str(key)), "unknown field")
+        return value
+
+    def items(self, mapping: MarkedMap, at: At, key: str) -> Iterator[tuple[Any, At]]:
+        """The items of the list ``mapping[key]`` with their places; a non-list is a problem."""
+        value, place = mapping.get(key), self.child(mapping, at, key)
+        if value is None:
+            return
+        if not isinstance(value, MarkedList):
+            self.fail(place, api.invalid(value, "must be a list"))
+            return
+        for index, item in enumerate(value):
+            yield item, At(f"{place.path}[{index}]", value.at(index))
+
+    # --- scalars ---------------------------------------------------------------------------------------
+
+    def string(self, mapping: MarkedMap, at: At, key: str) -> str | None:
+        """``mapping[key]`` as a string, ``None`` if absent; a non-string is a problem (and ``None``)."""
+        value = mapping.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        self.fail(self.child(mapping, at, key), api.invalid(value, "must be a string"))
+        return None
+
+    def string_items(self, mapping: MarkedMap, at: At, key: str) -> list[tuple[str, At]]:
+        """``mapping[key]`` as a list of strings with their places (absent = empty); non-strings are problems
+        and dropped."""
+        found = []
+        for item, place in self.items(mapping, at, key):
+            if isinstance(item, str):
+                found.append((item, place))
+            else:
+                self.fail(place, api.invalid(item, "must be a string"))
+        return found
+
+    def strings(self, mapping: MarkedMap, at: At, key: str) -> tuple[str, ...]:
+        """``mapping[key]`` as a tuple of strings, as ``string_items`` reads it."""
+        return tuple(item for item, _ in self.string_items(mapping, at, key))
+
+    def enum(self, mapping: MarkedMap, at: At, key: str, allowed: Sequence[str], default: str | None) -> str:
+        """``mapping[key]``, which must be one of ``allowed``; absent gives ``default`` or, when that is
+        ``None``, a ``Required value`` problem. Returns ``""`` after a problem."""
+        value = self.string(mapping, at, key)
+        if value is None and key not in mapping and default is not None:
+            return default
+        if not value:
+            self.fail(self.child(mapping, at, key), api.required())
+            return ""
+        if value not in allowed:
+            self.fail(self.child(mapping, at, key), api.not_supported(value, allowed))
+            return ""
+        return value
+
+    def name(self, mapping: MarkedMap, at: At, key: str, check: Any) -> str:
+        """``mapping[key]``, required, every problem ``check(value)`` reports recorded as ``Invalid value``."""
+        value = self.string(mapping, at, key)
+        place = self.child(mapping, at, key)
+        if not value:
+            self.fail(place, api.required())
+            return ""
+        for problem in check(value):
+            self.fail(place, api.invalid(value, problem))
+        return value
+
+    # --- CEL -------------------------------------------------------------------------------------------
+
+    def expression(
+        self,
+        mapping: MarkedMap,
+        at: At,
+        key: str,
+        variables: frozenset[str],
+        defined: Sequence[str] = (),
+        *,
+        missing: str = "",
+        rewrite: Callable[[str], Rewritten] | None = None,
+    ) -> Expression | None:
+        """Compile the CEL expression ``mapping[key]`` for ``variables``; ``defined`` are the names
+        ``variables.<name>`` may use. Empty → ``Required value: <missing>``; a compile error →
+        ``Invalid value: <expr>: compilation failed: <error>`` placed at the error's column in the file.
+        ``rewrite`` turns the written text into the text compiled; error positions are mapped back."""
+        text = self.string(mapping, at, key)
+        place = self.child(mapping, at, key)
+        if text is None or not text.strip():
+            self.fail(place, api.required(missing))
+            return None
+        rewritten = rewrite(text) if rewrite else None
+        try:
+            error = undefined_variable(text, defined) if "variables" in variables else None
+            if error is None:
+                return Expression(text, self.compiler(rewritten.text if rewritten else text, variables))
+        except CelCompileError as err:
+            error = _written_position(str(err), rewritten)
+        position = position_in_scalar(self.document, place.position, place.style, error)
+        self.fail(place, api.invalid(text, f"compilation failed: {error}"), position)
+        return None
+
+
+def _written_position(message: str, rewritten: Rewritten | None) -> str:
+    """``message`` with its leading ``line:column`` moved from the rewritten text to the written one."""
+    found = re.match(r"(\d+):(\d+):", message)
+    if rewritten is None or found is None:
+        return message
+    line, column = rewritten.original(int(found.group(1)), int(found.group(2)))
+    return f"{line}:{column}:{message[found.end() :]}"
