@@ -87,9 +87,7 @@ def _document(check: UpgradeCheck) -> dict[str, Any]:
         }
         if resolution
         else None,
-        "revision": {"name": check.revision.name, "version": check.revision.version}
-        if check.revision
-        else None,
+        "revision": {"name": check.revision.name, "version": check.revision.version} if check.revision else None,
         "edge": {"kind": edge.kind, "channel": edge.channel, "entry": edge.entry, "value": edge.value}
         if edge
         else None,
@@ -120,7 +118,5 @@ def _text(check: UpgradeCheck, catalogs: list[Catalog]) -> str:
         f"revision   {check.revision.name if check.revision else '- (none due)'}",
     ]
     if resolution.dropped:
-        lines.append(
-            f"dropped    {len(resolution.dropped)} other bundles (-o json lists each with its reason)"
-        )
+        lines.append(f"dropped    {len(resolution.dropped)} other bundles (-o json lists each with its reason)")
     return "\n".join(lines)
