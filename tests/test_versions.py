@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,20 @@ def test_version_objects_are_taken_as_they_are() -> None:
     assert parse_constraint("^1.2").admits(semver.Version(1, 9, 0, build="x"))
     assert not parse_constraint("^1.2").admits(semver.Version(1, 9, 0, "rc.1"))
     assert parse_skip_range("<1.9.0").admits(semver.Version(1, 9, 0, "rc.1"))
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param(">=1.0.0 " * 64, None, id="a constraint of 512 bytes parses"),
+        pytest.param(">=1.0.0 " * 64 + "1", "constraint string is too long (max 512 bytes)", id="513 bytes do not"),
+        pytest.param(" || ".join(["1"] * 32), None, id="32 OR groups parse"),
+        pytest.param(" || ".join(["1"] * 33), "too many constraint groups (max 32)", id="33 OR groups do not"),
+    ],
+)
+def test_constraint_size_limits(text: str, error: str | None) -> None:
+    if error is None:
+        assert parse_constraint(text).admits("1.0.0")
+    else:
+        with pytest.raises(InvalidConstraint, match=rf"^{re.escape(error)}$"):
+            parse_constraint(text)

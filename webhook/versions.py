@@ -170,10 +170,13 @@ _ATOM_RE = re.compile(rf"[{_WS}]*([=!<>~^]*)[{_WS}]*([^{_WS},]*)[{_WS}]*")
 _MM_OPS = {"": "=", "=": "=", "!=": "!=", ">": ">", "<": "<", ">=": ">=", "=>": ">=", "<=": "<="}
 _MM_OPS |= {"=<": "<=", "~": "~", "~>": "~", "^": "^"}
 _WILDCARDS = ("x", "X", "*")
+_MAX_CONSTRAINT_BYTES, _MAX_CONSTRAINT_GROUPS = 512, 32  # upstream MaxConstraintLen, MaxConstraintGroups
 
 
 def _rewrite_hyphen_ranges(text: str) -> str:
     """Upstream ``rewriteRange``: every ``A - B`` (whitespace around ``-``) becomes ``>= A, <= B ``."""
+    if "-" not in text:
+        return text
     out = text
     for match in _HYPHEN_RE.finditer(text):
         out = out.replace(match[0], f">= {match[1]}, <= {match[2]} ", 1)
@@ -330,14 +333,20 @@ def parse_constraint(text: str) -> Constraint:
     Grammar: OR groups split on ``||``; terms ANDed by whitespace or a comma; operators
     ``= != > < >= => <= =< ~ ~> ^`` or none; versions ``v?N(.N)?(.N)?(-PRE)?(+BUILD)?`` where each ``N``
     is digits (leading zeros coerced) or a wildcard ``x X *``; hyphen ranges ``A - B``.
-    Raises ``InvalidConstraint`` with upstream's text: ``improper constraint: "<OR group>"`` when a
-    group does not match the grammar (also for ``""``), ``constraint parser error: "<term>"`` when a
-    term's version is not a valid version (number beyond uint64, leading zero in a numeric
-    prerelease id, a part such as ``1x`` or ``|``); upstream's own text stops before the colon.
+    Raises ``InvalidConstraint`` with upstream's (v3.5.0) text: ``improper constraint: "<OR group>"``
+    when a group does not match the grammar (also for ``""``); ``constraint parser error: "<term>"``
+    when a term's version is not a valid version (number beyond uint64, leading zero in a numeric
+    prerelease id, a part such as ``1x`` or ``|``; upstream's own text stops before the colon);
+    ``constraint string is too long (max 512 bytes)``; ``too many constraint groups (max 32)``.
     """
+    if len(text.encode("utf-8", "surrogatepass")) > _MAX_CONSTRAINT_BYTES:
+        raise InvalidConstraint(f"constraint string is too long (max {_MAX_CONSTRAINT_BYTES} bytes)")
+    or_groups = _rewrite_hyphen_ranges(text).split("||")
+    if len(or_groups) > _MAX_CONSTRAINT_GROUPS:
+        raise InvalidConstraint(f"too many constraint groups (max {_MAX_CONSTRAINT_GROUPS})")
     groups: list[_Group] = []
     rendered: list[str] = []
-    for group in _rewrite_hyphen_ranges(text).split("||"):
+    for group in or_groups:
         terms = _split_group(group)
         if terms is None:
             raise InvalidConstraint(f"improper constraint: {_quote(group)}")
@@ -390,9 +399,7 @@ def _split_comparator(token: str) -> tuple[str, str]:
 def _bump(flat: str, index: int) -> str:
     """Part ``index`` plus one, as Go ``strconv.Atoi`` + ``Itoa`` (int64, wrapping); "" where Go errs."""
     parts = flat.split(".")
-    if index < 0 or not _GO_INT.fullmatch(parts[index]):
-        return ""
-    if not _INT64_MIN <= int(parts[index]) <= _INT64_MAX:
+    if index < 0 or not _GO_INT.fullmatch(parts[index]) or not _INT64_MIN <= int(parts[index]) <= _INT64_MAX:
         return ""
     value = int(parts[index]) + 1
     parts[index] = str(_INT64_MIN if value > _INT64_MAX else value)
