@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from celpy.evaluation import CELEvalError, base_functions
+from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
 from webhook.errors import CelCompileError, CelError, CelEvaluationError
 from webhook.policy.cel.backend import Limits
@@ -21,11 +21,11 @@ from webhook.policy.cel.celpython.functions import dispatch_tables
 from webhook.policy.cel.celpython.operators import OPERATORS
 from webhook.policy.cel.celpython.parser import parse
 from webhook.policy.cel.celpython.standard import STANDARD, TYPE_VALUES
-from webhook.policy.cel.celpython.tree import Node
+from webhook.policy.cel.celpython.tree import Node, collapse
 from webhook.policy.cel.cost import Budget
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
-_ARITHMETIC = ("!_", "-_", "_-_", "_*_", "_/_", "_%_")
+_ARITHMETIC = ("!_", "-_", "_/_", "_%_")
 # cel-python's texts for errors cel-go words differently.
 _MESSAGES = {
     "return error for overflow": "integer overflow",
@@ -36,13 +36,14 @@ _MESSAGES = {
 class CelPythonExecutable:
     """A checked parse tree with the function tables; evaluations share nothing mutable."""
 
-    __slots__ = ("_backend", "_cost_limit", "_tree", "extensions")
+    __slots__ = ("_backend", "_cost_limit", "_literals", "_tree", "extensions")
 
     def __init__(
         self, backend: CelPythonBackend, tree: Node, cost_limit: int | None, extensions: frozenset[str]
     ) -> None:
         self._backend = backend
         self._tree = tree
+        self._literals = literal_values(tree)
         self._cost_limit = cost_limit
         self.extensions = extensions
 
@@ -52,7 +53,7 @@ class CelPythonExecutable:
         scope = Scope({**backend.namespaces, **activation}, backend.functions, backend.methods, TYPE_VALUES)
         budget = Budget(self._cost_limit) if self._cost_limit is not None else None
         try:
-            result = BudgetEvaluator(self._tree, scope, budget).evaluate()
+            result = BudgetEvaluator(self._tree, scope, budget, self._literals).evaluate()
         except CELEvalError as error:
             raise CelEvaluationError(_message(error)) from None
         except CelError:
@@ -62,6 +63,13 @@ class CelPythonExecutable:
         except Exception as error:  # cel-python internals: never let a raw Python exception escape
             raise CelEvaluationError(f"internal error: {type(error).__name__}: {error}") from None
         return values.normalise(result)
+
+
+def literal_values(tree: Node) -> dict[int, Any]:
+    """The value of every literal node of ``tree`` by node id, computed once (an invalid literal, such as an
+    int beyond int64, becomes its ``CELEvalError``, raised if evaluation reaches it)."""
+    parsing = Evaluator(tree, Activation())
+    return {id(node): parsing.literal(node) for node in tree.iter_subtrees() if node.data == "literal"}
 
 
 def _message(error: CELEvalError) -> str:
@@ -88,14 +96,11 @@ class CelPythonBackend:
         """See ``backend.Backend.compile``."""
         if len(source) > limits.max_expression_length:
             raise CelCompileError(
-                f"1:1: expression is {len(source)} characters long,"
-                f" over the limit of {limits.max_expression_length}"
+                f"1:1: expression is {len(source)} characters long, over the limit of {limits.max_expression_length}"
             )
-        tree = parse(source)
+        tree = collapse(parse(source))
         try:
-            extensions = check(
-                tree, {*variables, *self.namespaces}, self.signatures, max_nesting=limits.max_nesting
-            )
+            extensions = check(tree, {*variables, *self.namespaces}, self.signatures, max_nesting=limits.max_nesting)
         except RecursionError:  # pragma: no cover - the checker is iterative; defence in depth
             raise CelCompileError("1:1: expression is nested too deeply") from None
         return CelPythonExecutable(self, tree, limits.cost_limit, extensions)

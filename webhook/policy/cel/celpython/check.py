@@ -15,18 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import lark
-import re2  # type: ignore[import-untyped]
 from celpy import celtypes
 from celpy.evaluation import celstr
 
-from webhook.errors import CelCompileError
+from webhook.errors import CelCompileError, CelEvaluationError
 from webhook.policy.cel.celpython.evaluator import MACROS
 from webhook.policy.cel.celpython.tree import Node, call_arguments, identifier, unwrap
+from webhook.policy.cel.libraries.regex import compile_pattern
 from webhook.policy.cel.libraries.registry import Overload
 
-_NESTING_RULES = frozenset(
-    {"paren_expr", "list_lit", "map_lit", "member_dot_arg", "ident_arg", "member_index", "expr"}
-)
+_NESTING_RULES = frozenset({"paren_expr", "list_lit", "map_lit", "member_dot_arg", "ident_arg", "member_index", "expr"})
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 _LITERAL_KINDS = {
     "INT_LIT": "int",
@@ -38,8 +36,9 @@ _LITERAL_KINDS = {
     "BOOL_LIT": "bool",
     "NULL_LIT": "null",
 }
-#: Parse-tree depth the evaluator can walk within Python's default recursion limit (measured, with margin).
-MAX_TREE_DEPTH = 200
+#: Depth of the collapsed parse tree (``tree.collapse``) the evaluator walks within Python's default
+#: recursion limit of 1000 frames (3-4 frames per node), with room for the caller's own stack.
+MAX_TREE_DEPTH = 150
 
 
 @dataclass(frozen=True)
@@ -92,8 +91,10 @@ def check(
         node, nesting, depth, scope = stack.pop()
         if not isinstance(node, lark.Tree):
             continue
-        if depth > MAX_TREE_DEPTH or nesting > max_nesting:
+        if nesting > max_nesting:
             _fail(node, f"expression nesting exceeds the limit of {max_nesting}")
+        if depth > MAX_TREE_DEPTH:
+            _fail(node, f"expression nesting exceeds the limit of {MAX_TREE_DEPTH} operations")
         rule = node.data
         if rule in _NESTING_RULES and (rule != "expr" or len(node.children) > 1):
             nesting += 1
@@ -150,7 +151,7 @@ def _check_global_call(node: Node, signatures: Signatures, used: set[str]) -> No
         _fail(node, f"found no matching overload for '{name}' with {len(arguments)} argument(s)")
     if name in signatures.extensions:
         used.add(name)
-    _check_literal_arguments(node, name, arguments)
+    _check_literal_arguments(node, name, arguments, member=False)
 
 
 def _check_member_call(
@@ -192,18 +193,18 @@ def _check_member_call(
         _fail(node, f"found no matching overload for '{qualified}' with {len(arguments)} argument(s)")
     if qualified in signatures.extensions:
         used.add(qualified)
-    _check_literal_arguments(node, name, arguments)
+    _check_literal_arguments(node, name, arguments, member=True)
     return [receiver_entry, *inner]
 
 
-def _check_literal_arguments(node: Node, name: str, arguments: list[Node]) -> None:
+def _check_literal_arguments(node: Node, name: str, arguments: list[Node], *, member: bool) -> None:
     literals = [_string_literal(argument) for argument in arguments]
-    if name in _REGEX_FUNCTIONS and literals and literals[-1 if name == "matches" else 0] is not None:
-        pattern = literals[-1 if name == "matches" else 0]
+    pattern = literals[0 if member else -1] if literals else None
+    if name in _REGEX_FUNCTIONS and pattern is not None:
         try:
-            re2.compile(pattern)
-        except re2.error as error:
-            _fail(node, f"error parsing regexp: {error}")
+            compile_pattern(pattern)
+        except CelEvaluationError as error:
+            _fail(node, str(error))
     if name in ("duration", "timestamp") and len(literals) == 1 and literals[0] is not None:
         convert = celtypes.DurationType if name == "duration" else celtypes.TimestampType
         try:

@@ -37,6 +37,22 @@ _OPERATOR_RULES = frozenset(
     {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary"}
 )
 MACROS = frozenset({"all", "exists", "exists_one", "filter", "map"})
+_OPERATOR_NAMES = {
+    "relation_lt": "_<_",
+    "relation_le": "_<=_",
+    "relation_gt": "_>_",
+    "relation_ge": "_>=_",
+    "relation_eq": "_==_",
+    "relation_ne": "_!=_",
+    "relation_in": "_in_",
+    "addition_add": "_+_",
+    "addition_sub": "_-_",
+    "multiplication_mul": "_*_",
+    "multiplication_div": "_/_",
+    "multiplication_mod": "_%_",
+    "unary_not": "!_",
+    "unary_neg": "-_",
+}
 
 
 class Scope:
@@ -76,8 +92,9 @@ class Scope:
 class BudgetEvaluator(Evaluator):
     """Evaluates one parse tree in one ``Scope``, charging ``budget`` (``None``: no cost accounting)."""
 
-    def __init__(self, ast: Node, scope: Scope, budget: Budget | None) -> None:
+    def __init__(self, ast: Node, scope: Scope, budget: Budget | None, literals: Mapping[int, Any]) -> None:
         self.ast = ast
+        self.literals = literals
         self.scope = scope
         self.activation = scope  # type: ignore[assignment]  # celpy's methods use only resolve_function
         self.base_activation = self.activation
@@ -106,6 +123,52 @@ class BudgetEvaluator(Evaluator):
         if isinstance(value, CELEvalError):
             raise value
         return value
+
+    # -- operators, identifiers, literals (cel-python's versions spend most time in typing casts) --------
+
+    def _binary(self, tree: Node) -> Any:
+        if len(tree.children) == 1:
+            return self._visit_tree(tree.children[0])
+        operator_tree, right_tree = tree.children
+        left = self._visit_tree(operator_tree.children[0])
+        return self._operate(_OPERATOR_NAMES[operator_tree.data], left, self._visit_tree(right_tree))
+
+    relation = addition = multiplication = _binary
+
+    def unary(self, tree: Node) -> Any:
+        if len(tree.children) == 1:
+            return self._visit_tree(tree.children[0])
+        operator_tree, operand_tree = tree.children
+        return self._operate(_OPERATOR_NAMES[operator_tree.data], self._visit_tree(operand_tree))
+
+    def member_index(self, tree: Node) -> Any:
+        container_tree, key_tree = tree.children
+        return self._operate("_[_]", self._visit_tree(container_tree), self._visit_tree(key_tree))
+
+    def _operate(self, name: str, *operands: Any) -> Any:
+        for operand in operands:
+            if isinstance(operand, CELEvalError):
+                return operand
+        try:
+            return self.scope.functions[name](*operands)
+        except TypeError:
+            return CELEvalError(f"no matching overload for '{name}' applied to ({_kinds(list(operands))})")
+        except ZeroDivisionError:
+            return CELEvalError("modulus by zero" if name == "_%_" else "division by zero")
+        except (ValueError, OverflowError):
+            return CELEvalError("integer overflow" if semantics_is_integral(operands) else "numeric overflow")
+
+    def primary(self, tree: Node) -> Any:
+        child = tree.children[0]
+        if child.data == "ident":
+            name = str(child.children[0])
+            try:
+                return self.scope.resolve_variable(name)
+            except KeyError:
+                return CELEvalError(f"undeclared reference to '{name}'")
+        if child.data == "literal":
+            return self.literals[id(child)]
+        return super().primary(tree)
 
     # -- logic ----------------------------------------------------------------------------------------------
 
@@ -211,7 +274,7 @@ class BudgetEvaluator(Evaluator):
         if variable is None:
             return CELEvalError(f"{name}() variable name must be a simple identifier")
         scope = self.scope.nested()
-        bodies = [BudgetEvaluator(body, scope, self.budget) for body in arguments[1:]]
+        bodies = [BudgetEvaluator(body, scope, self.budget, self.literals) for body in arguments[1:]]
 
         def each(evaluator: BudgetEvaluator) -> Iterator[tuple[Any, Any]]:
             for item in list(target):
@@ -242,9 +305,7 @@ def _quantify(results: Iterator[tuple[Any, Any]], *, decisive: bool) -> Any:
         if _is_bool(result, decisive):
             return result
         if error is None and not isinstance(result, celtypes.BoolType):
-            error = (
-                result if isinstance(result, CELEvalError) else CELEvalError("predicate result is not a bool")
-            )
+            error = result if isinstance(result, CELEvalError) else CELEvalError("predicate result is not a bool")
     return error if error is not None else celtypes.BoolType(not decisive)
 
 
@@ -252,9 +313,7 @@ def _exists_one(results: Iterator[tuple[Any, Any]]) -> Any:
     count = 0
     for _, result in results:
         if not isinstance(result, celtypes.BoolType):
-            return (
-                result if isinstance(result, CELEvalError) else CELEvalError("predicate result is not a bool")
-            )
+            return result if isinstance(result, CELEvalError) else CELEvalError("predicate result is not a bool")
         count += bool(result)
     return celtypes.BoolType(count == 1)
 
@@ -288,6 +347,11 @@ def _single_selection(exprlist: Node) -> Node | None:
         return None
     node = unwrap(exprlist.children[0])
     return node if node.data == "member_dot" else None
+
+
+def semantics_is_integral(operands: tuple[Any, ...]) -> bool:
+    """True if every operand is an int or uint (an overflow is then an integer overflow)."""
+    return all(kind(operand) in ("int", "uint") for operand in operands)
 
 
 def _kinds(arguments: list[Any]) -> str:

@@ -16,8 +16,9 @@ from typing import Any
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
+from webhook.errors import CelEvaluationError
 from webhook.policy.cel import semantics
-from webhook.policy.cel.celpython.values import normalise
+from webhook.policy.cel.celpython.values import cel_int, normalise
 
 Operator = Callable[[Any, Any], Any]
 
@@ -89,9 +90,26 @@ def index(container: object, key: object) -> object:
     raise TypeError(f"no such overload: {semantics.kind(container)}[{semantics.kind(key)}]")
 
 
-def add(left: object, right: object) -> object:
-    """``_+_``: cel-python's addition (overflow-checked), with list and string results as CEL values."""
-    return _error_operand(left, right) or normalise(operator.add(left, right))
+def _arithmetic(function: Operator) -> Operator:
+    def arithmetic(left: object, right: object) -> object:
+        error = _error_operand(left, right)
+        if error is not None:
+            return error
+        if type(left) is celtypes.IntType and type(right) is celtypes.IntType:  # the fast, common case
+            try:
+                return cel_int(function(int(left), int(right)))
+            except CelEvaluationError:
+                raise ValueError("integer overflow") from None
+        return normalise(function(left, right))
+
+    return arithmetic
+
+
+#: ``_+_ _-_ _*_``: cel-python's (overflow-checked) arithmetic, with a fast path for two ints, and list
+#: and string results as CEL values.
+add = _arithmetic(operator.add)
+subtract = _arithmetic(operator.sub)
+multiply = _arithmetic(operator.mul)
 
 
 #: The operator table merged over ``celpy.evaluation.base_functions``.
@@ -105,4 +123,6 @@ OPERATORS: dict[str, Operator] = {
     "_in_": contained_in,
     "_[_]": index,
     "_+_": add,
+    "_-_": subtract,
+    "_*_": multiply,
 }

@@ -28,3 +28,33 @@ def call_arguments(call: Node, position: int) -> list[Node]:
     if len(call.children) <= position:
         return []
     return [child for child in call.children[position].children if isinstance(child, lark.Tree)]
+
+
+_PASS_THROUGH = frozenset(
+    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member"}
+)
+
+
+def collapse(tree: Node) -> Node:
+    """``tree`` with single-child pass-through nodes (``expr -> conditionalor -> ... -> member``) removed.
+
+    The evaluator then walks about a fifth of the nodes and recurses far less deeply; nodes with operators
+    keep their shape, and ``primary`` nodes stay (the evaluator dispatches identifiers and literals there).
+    Iterative, so a deep tree never raises ``RecursionError``.
+    """
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        children = node.children
+        for position, child in enumerate(children):
+            if isinstance(child, lark.Tree):
+                kept = _skip_pass_through(child)
+                children[position] = kept
+                stack.append(kept)
+    return _skip_pass_through(tree)
+
+
+def _skip_pass_through(node: Node) -> Node:
+    while node.data in _PASS_THROUGH and len(node.children) == 1 and isinstance(node.children[0], lark.Tree):
+        node = node.children[0]
+    return node

@@ -45,24 +45,21 @@ def normalise(value: object) -> object:
 def _convert(value: object, *, strict: bool, path: str) -> object:
     if isinstance(value, _CEL_SCALARS) or value is None:
         return value
+    # int.__new__ and friends: celtypes' constructors build conversion wrappers on every call.
     if isinstance(value, bool):
         return celtypes.BoolType(value)
     if isinstance(value, int):
-        if value not in _INT64:
-            raise CelEvaluationError(f"{path}: integer {value} is outside the int64 range")
-        return celtypes.IntType(value)
+        return cel_int(value, path)
     if isinstance(value, float):
-        return celtypes.DoubleType(value)
+        return float.__new__(celtypes.DoubleType, value)
     if isinstance(value, str):
-        return celtypes.StringType(value)
+        return str.__new__(celtypes.StringType, value)
     if isinstance(value, bytes):
         return celtypes.BytesType(value)
     if isinstance(value, list | tuple):
         if isinstance(value, celtypes.ListType) and not strict:
             return value
-        items: list[Any] = [
-            _convert(item, strict=strict, path=f"{path}[{i}]") for i, item in enumerate(value)
-        ]
+        items: list[Any] = [_convert(item, strict=strict, path=f"{path}[{i}]") for i, item in enumerate(value)]
         return celtypes.ListType(items)
     if isinstance(value, Mapping):
         if isinstance(value, celtypes.MapType) and not strict:
@@ -81,6 +78,13 @@ def _convert(value: object, *, strict: bool, path: str) -> object:
     if strict:
         raise CelEvaluationError(f"{path}: a {type(value).__name__} is not a JSON value")
     return value
+
+
+def cel_int(value: int, path: str = "$") -> celtypes.IntType:
+    """``value`` as a CEL int; ``CelEvaluationError`` ``integer overflow`` outside int64."""
+    if value not in _INT64:
+        raise CelEvaluationError(f"{path}: integer overflow: {value} is outside the int64 range")
+    return int.__new__(celtypes.IntType, value)
 
 
 def to_python(value: object) -> Any:
