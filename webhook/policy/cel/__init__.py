@@ -10,6 +10,7 @@ Public API::
     to_python(cel_value) -> JSON-able Python
     evaluate(expression, variables=None) -> Python value # one-shot: compile, evaluate, convert
     EXTENSION_FUNCTIONS                                  # names that are not portable to the apiserver
+    extension_bindings(store, now) -> {"cluster": ..., "clock": ...}   # merge into each activation
 """
 
 from __future__ import annotations
@@ -18,8 +19,17 @@ from collections.abc import Mapping
 
 from webhook.policy.cel.environment import Environment, Program, default_backend
 from webhook.policy.cel.libraries import EXTENSION_FUNCTIONS
+from webhook.policy.cel.libraries.extensions import extension_bindings
 
-__all__ = ["EXTENSION_FUNCTIONS", "Environment", "Program", "evaluate", "to_cel", "to_python"]
+__all__ = [
+    "EXTENSION_FUNCTIONS",
+    "Environment",
+    "Program",
+    "evaluate",
+    "extension_bindings",
+    "to_cel",
+    "to_python",
+]
 
 
 def to_cel(value: object) -> object:

@@ -8,7 +8,7 @@ that the kube-apiserver does not have (a policy using one is not portable to in-
 
 from __future__ import annotations
 
-from webhook.policy.cel.libraries import lists, regex, semver, sets, strings
+from webhook.policy.cel.libraries import extensions, lists, regex, semver, sets, strings
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
 LIBRARY: tuple[Overload, ...] = (
@@ -17,9 +17,10 @@ LIBRARY: tuple[Overload, ...] = (
     *sets.OVERLOADS,
     *regex.OVERLOADS,
     *semver.OVERLOADS,
+    *extensions.OVERLOADS,
 )
 
-NAMESPACES: tuple[Namespace, ...] = (strings.NAMESPACE, lists.NAMESPACE, sets.NAMESPACE)
+NAMESPACES: tuple[Namespace, ...] = (strings.NAMESPACE, lists.NAMESPACE, sets.NAMESPACE, *extensions.UNBOUND)
 
 EXTENSION_FUNCTIONS: frozenset[str] = frozenset(
     overload.name

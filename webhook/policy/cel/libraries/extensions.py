@@ -1,0 +1,140 @@
+"""upgrade-gate's extension functions: NOT in the kube-apiserver, so a policy using one is not portable.
+
+Per-request namespaces (bound by the engine through ``extension_bindings(store, now)`` into each
+activation; without them a call is the error ``... is not available``)::
+
+    clock.now() -> timestamp                          the request time (soak periods, freeze windows)
+    cluster.get(apiVersion, kind, name) -> map|null   a cluster-scoped object from the object store
+    cluster.get(apiVersion, kind, name, namespace) -> map|null
+    cluster.list(apiVersion, kind) -> list<map>       objects of a kind (all namespaces), sorted
+    cluster.list(apiVersion, kind, namespace) -> list<map>
+    cluster.list(apiVersion, kind, namespace, matchLabels map<string,string>) -> list<map>
+                                                      (namespace '' = all namespaces)
+
+Static namespace::
+
+    olm.inRange(version string, range string) -> bool       Masterminds constraint (OLM v1 spec.version)
+    olm.changeType(from string|null, to string) -> string   install | upgrade | rollback | unchanged
+    olm.changeLevel(from string|null, to string) -> string  major | minor | patch | prerelease | none
+
+Versions are read strictly (blang ``Parse``); an invalid version or range is an evaluation error.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from webhook.errors import CelEvaluationError, InputError
+from webhook.labels import LabelSelector
+from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced
+from webhook.policy.store import ObjectStore
+from webhook.versions import parse_constraint, parse_version
+
+
+class Clock(Namespace):
+    """``clock``: the request time, or ``None`` when the caller bound none."""
+
+    __slots__ = ("now",)
+
+    def __init__(self, now: datetime.datetime | None) -> None:
+        super().__init__("clock")
+        self.now = now
+
+
+class Cluster(Namespace):
+    """``cluster``: an ``ObjectStore``, or ``None`` when the caller bound none."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: ObjectStore | None) -> None:
+        super().__init__("cluster")
+        self.store = store
+
+
+OLM = Namespace("olm")
+UNBOUND: tuple[Namespace, ...] = (Clock(None), Cluster(None), OLM)
+
+
+def extension_bindings(store: ObjectStore | None, now: datetime.datetime) -> dict[str, object]:
+    """The per-request namespaces to merge into an activation: ``cluster`` over ``store``, ``clock`` at
+    ``now`` (a naive ``now`` is read as UTC)."""
+    aware = now if now.tzinfo else now.replace(tzinfo=datetime.UTC)
+    return {"clock": Clock(aware), "cluster": Cluster(store)}
+
+
+def clock_now(clock: Clock) -> datetime.datetime:
+    """``clock.now()``."""
+    if clock.now is None:
+        raise CelEvaluationError("clock.now() is not available: no request time is bound")
+    return clock.now
+
+
+def _store(cluster: Cluster, name: str) -> ObjectStore:
+    if cluster.store is None:
+        raise CelEvaluationError(f"cluster.{name}() is not available: no object store is bound")
+    return cluster.store
+
+
+def cluster_get(cluster: Cluster, api_version: str, kind: str, name: str, namespace: str = "") -> Any:
+    """``cluster.get(...)``: the object as a map, or null."""
+    found = _store(cluster, "get").get(str(api_version), str(kind), str(name), str(namespace) or None)
+    return None if found is None else dict(found)
+
+
+def cluster_list(cluster: Cluster, api_version: str, kind: str, namespace: str = "", labels: Any = None) -> list[Any]:
+    """``cluster.list(...)``: the matching objects as maps, sorted by namespace and name."""
+    try:
+        selector = LabelSelector.from_dict({"matchLabels": dict(labels)}) if labels else None
+    except InputError as error:
+        raise CelEvaluationError(str(error)) from None
+    store = _store(cluster, "list")
+    return [dict(found) for found in store.list(str(api_version), str(kind), str(namespace) or None, selector)]
+
+
+def _version(text: str) -> Any:
+    try:
+        return parse_version(str(text))
+    except InputError as error:
+        raise CelEvaluationError(str(error)) from None
+
+
+def in_range(_olm: Namespace, version: str, constraint: str) -> bool:
+    """``olm.inRange(version, range)``: ``webhook.versions.parse_constraint(range).admits(version)``."""
+    try:
+        return parse_constraint(str(constraint)).admits(_version(version))
+    except InputError as error:
+        raise CelEvaluationError(str(error)) from None
+
+
+def change_type(_olm: Namespace, old: str | None, new: str) -> str:
+    """``olm.changeType(from, to)``: ``install`` (no ``from``), ``upgrade``, ``rollback`` or ``unchanged``."""
+    if old is None or old == "":
+        return "install"
+    order = _version(old).compare(_version(new))
+    return "unchanged" if order == 0 else "upgrade" if order < 0 else "rollback"
+
+
+def change_level(_olm: Namespace, old: str | None, new: str) -> str:
+    """``olm.changeLevel(from, to)``: the most significant part that differs (``prerelease`` when only the
+    prerelease differs, ``none`` when equal or installing)."""
+    if old is None or old == "":
+        return "none"
+    before, after = _version(old), _version(new)
+    for part in ("major", "minor", "patch", "prerelease"):
+        if getattr(before, part) != getattr(after, part):
+            return part
+    return "none"
+
+
+OVERLOADS: tuple[Overload, ...] = (
+    namespaced("clock", "now", clock_now, portable=False),
+    namespaced("cluster", "get", cluster_get, "string", "string", "string", portable=False),
+    namespaced("cluster", "get", cluster_get, "string", "string", "string", "string", portable=False),
+    namespaced("cluster", "list", cluster_list, "string", "string", portable=False),
+    namespaced("cluster", "list", cluster_list, "string", "string", "string", portable=False),
+    namespaced("cluster", "list", cluster_list, "string", "string", "string", "map", portable=False),
+    namespaced("olm", "inRange", in_range, "string", "string", portable=False),
+    namespaced("olm", "changeType", change_type, "dyn", "string", portable=False),
+    namespaced("olm", "changeLevel", change_level, "dyn", "string", portable=False),
+)
