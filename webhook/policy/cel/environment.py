@@ -55,8 +55,8 @@ class Program:
 class Environment:
     """Which top-level variables exist (``object``, ``oldObject``, ``request``, ``params``...), and limits.
 
-    The library namespaces (``sets``, ``strings``, ``lists``, ``ip``, ``format``, ``optional``, and the
-    extensions ``cluster``, ``clock``, ``olm``) are always declared.
+    The library namespaces (``sets``, ``strings``, ``lists``, and the extensions ``cluster``, ``clock``,
+    ``olm``) are always declared; a variable of the same name in an activation takes precedence.
     """
 
     def __init__(
