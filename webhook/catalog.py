@@ -260,12 +260,12 @@ class Catalog:
         """How many ``olm.bundle`` blobs the catalog holds (validated or not)."""
         return sum(1 for blobs in self.blobs.values() for b in blobs if b.schema == BUNDLE)
 
-    def add(self, blob: Any, location: Location, folder_package: str | None, raw: str | None = None) -> None:
+    def add(self, blob: object, location: Location, folder_package: str | None, raw: str | None = None) -> None:
         """Index one decoded blob under its package (``name`` for olm.package, else ``package``).
 
         ``raw`` is the blob's JSON text, kept instead of the decoded value when given.
         """
-        if not isinstance(blob, Mapping):
+        if not isinstance(blob, dict):
             self.record_error(CatalogError(f"{location}: a catalog blob must be a JSON object"), folder_package)
             return
         schema = blob.get("schema")
