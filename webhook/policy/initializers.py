@@ -5,13 +5,15 @@ Kubernetes declares the types ``Object``, ``Object.<field>...`` and ``JSONPatch`
 construction: ``Object{spec: Object.spec{replicas: 1}}``, ``JSONPatch{op: "add", path: "/x", value: 1}``.
 cel-python parses message construction but has no such types, so before compiling we rewrite each
 ``<TypeName>{field: value, ...}`` whose type is one of those into the map literal
-``{"field": value, ...}``. The result is the same JSON-shaped value the apiserver derives from the typed
-object (an apply configuration, or a JSON Patch operation), which is all the patchers need.
+``{"field": dyn(value), ...}`` (``dyn`` because the fields of one message have different types, which a
+map literal may not: Kubernetes rejects heterogeneous literals). The result is the same JSON-shaped value
+the apiserver derives from the typed object (an apply configuration, or a JSON Patch operation), which
+is all the patchers need.
 
 The rewrite is lexical but exact for CEL's grammar: string literals are copied untouched, brackets are
 tracked so only the field names directly inside an initializer are quoted, and a name is a type name only
-when it is not a member access (``x.Object``) and is followed by ``{``. Every other character is kept, so
-positions in compile errors shift only by the quotes added.
+when it is not a member access (``x.Object``) and is followed by ``{``. Every other character is kept, and
+``Rewritten.original`` maps positions in compile errors back to what was written.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ STRING_LITERAL = re.compile(
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
 _TYPE = re.compile(r"Object(?:\.[A-Za-z_]\w*)*|JSONPatch")
 _INITIALIZER = "initializer"
+_VALUE = "value"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,50 +49,78 @@ class Rewritten:
 
 
 def rewrite_initializers(text: str) -> Rewritten:
-    """``text`` with every ``Object...{}`` / ``JSONPatch{}`` initializer turned into a map literal."""
-    out: list[str] = []
-    origins: list[int] = []
-    stack: list[str] = []
-    field_expected = False  # directly after the "{" or "," of an initializer
-    typed_brace_next = False
-    i = 0
+    """``text`` with every ``Object...{}`` / ``JSONPatch{}`` initializer turned into a map literal whose values
+    are wrapped in ``dyn()`` (fields of one message have different types; a map literal must not)."""
+    return _Rewriter(text).run()
 
-    def emit(piece: str, origin: int | None = None) -> None:
-        out.append(piece)
-        origins.extend([origin] * len(piece) if origin is not None else range(i, i + len(piece)))
 
-    while i < len(text):
-        char = text[i]
-        after_word = i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_.")
-        string = None if after_word else STRING_LITERAL.match(text, i)
-        name = None if after_word or string else _NAME.match(text, i)
-        if string:
-            emit(string.group(0))
-            i, field_expected = string.end(), False
-            continue
-        if name:
-            rest = text[name.end() :].lstrip()
-            word = re.sub(r"\s+", "", name.group(0))
-            if field_expected and rest.startswith(":") and "." not in word:
-                emit(f'"{word}"', i)
-            elif _TYPE.fullmatch(word) and rest.startswith("{"):
-                typed_brace_next = True
+class _Rewriter:
+    """One pass over the text; ``stack`` holds the open brackets (``_INITIALIZER`` for an initializer's
+    brace) and ``_VALUE`` above an initializer while one of its field values is being wrapped."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.out: list[str] = []
+        self.origins: list[int] = []
+        self.stack: list[str] = []
+        self.field_expected = False  # directly after the "{" or "," of an initializer
+        self.typed_brace_next = False
+        self.i = 0
+
+    def emit(self, piece: str, origin: int | None = None) -> None:
+        self.out.append(piece)
+        self.origins.extend([origin] * len(piece) if origin is not None else range(self.i, self.i + len(piece)))
+
+    def run(self) -> Rewritten:
+        text = self.text
+        while self.i < len(text):
+            after_word = self.i > 0 and (text[self.i - 1].isalnum() or text[self.i - 1] in "_.")
+            string = None if after_word else STRING_LITERAL.match(text, self.i)
+            name = None if after_word or string else _NAME.match(text, self.i)
+            if string:
+                self.emit(string.group(0))
+                self.i, self.field_expected = string.end(), False
+            elif name:
+                self.name(name)
             else:
-                emit(name.group(0))
-            i, field_expected = name.end(), False
-            continue
+                self.punctuation(text[self.i])
+        return Rewritten(text, "".join(self.out), tuple(self.origins))
+
+    def name(self, name: re.Match[str]) -> None:
+        rest = self.text[name.end() :].lstrip()
+        word = re.sub(r"\s+", "", name.group(0))
+        if self.field_expected and rest.startswith(":") and "." not in word:
+            colon = self.text.index(":", name.end())
+            self.emit(f'"{word}"', self.i)
+            self.i = name.end()
+            self.emit(self.text[name.end() : colon + 1])
+            if self.text[colon + 1 :].lstrip()[:1] not in (",", "}", ""):  # an empty value stays a syntax error
+                self.emit(" dyn(", colon)
+                self.stack.append(_VALUE)
+            self.i, self.field_expected = colon + 1, False
+            return
+        if _TYPE.fullmatch(word) and rest.startswith("{"):
+            self.typed_brace_next = True
+        else:
+            self.emit(name.group(0))
+        self.i, self.field_expected = name.end(), False
+
+    def punctuation(self, char: str) -> None:
+        stack = self.stack
+        if char in ",}" and stack and stack[-1] == _VALUE:
+            stack.pop()
+            self.emit(")", self.i)
         if char in "([{":
-            stack.append(_INITIALIZER if char == "{" and typed_brace_next else char)
-            field_expected = stack[-1] == _INITIALIZER
-            typed_brace_next = False
+            stack.append(_INITIALIZER if char == "{" and self.typed_brace_next else char)
+            self.field_expected = stack[-1] == _INITIALIZER
+            self.typed_brace_next = False
         elif char in ")]}":
             if stack:
                 stack.pop()
-            field_expected = False
+            self.field_expected = False
         elif char == ",":
-            field_expected = bool(stack) and stack[-1] == _INITIALIZER
+            self.field_expected = bool(stack) and stack[-1] == _INITIALIZER
         elif not char.isspace():
-            field_expected = False
-        emit(char)
-        i += 1
-    return Rewritten(text, "".join(out), tuple(origins))
+            self.field_expected = False
+        self.emit(char)
+        self.i += 1

@@ -1,0 +1,48 @@
+"""ValidatingAdmissionPolicy decisions, data-driven (cases in tests/data/policy/engine.yaml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from webhook.policy.decision import Decision
+from webhook.policy.engine import PolicyEngine
+from webhook.policy.loader import load_policy_text
+from webhook.policy.store import InMemoryObjectStore
+
+DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "engine.yaml").read_text("utf-8"))
+
+
+def engine_for(case: dict[str, Any]) -> PolicyEngine:
+    """The engine of a case: its policy documents loaded as one set, its params in the store."""
+    policies = load_policy_text(yaml.safe_dump_all(case["policies"]), file=case["why"])
+    return PolicyEngine(policies, InMemoryObjectStore([*case.get("params", ()), *policies.params]))
+
+
+def summary(decision: Decision, want: dict[str, Any]) -> dict[str, Any]:
+    """The decision in the fixture's terms; ``causes`` only when the case lists them."""
+    found: dict[str, Any] = {"allowed": decision.allowed}
+    if not decision.allowed:
+        found.update(code=decision.code, reason=decision.reason, message=decision.message)
+    if decision.warnings:
+        found["warnings"] = list(decision.warnings)
+    if decision.audit_annotations:
+        found["auditAnnotations"] = dict(decision.audit_annotations)
+    if "causes" in want:
+        found["causes"] = list(decision.causes)
+    return found
+
+
+@pytest.mark.parametrize("case", DATA["cases"], ids=[c["why"] for c in DATA["cases"]])
+def test_validating_decision(case: dict[str, Any]) -> None:
+    decision = engine_for(case).validate(case["request"], case.get("namespace"))
+    assert summary(decision, case["want"]) == case["want"]
+
+
+def test_a_denial_without_causes_listed_has_its_message_as_only_cause() -> None:
+    case = DATA["cases"][0]
+    decision = engine_for(case).validate(case["request"])
+    assert decision.causes == (decision.message,)

@@ -1,0 +1,73 @@
+"""MutatingAdmissionPolicy decisions and patches, data-driven (cases in tests/data/policy/mutation.yaml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+
+from tests.policy.test_engine import engine_for
+from webhook.policy.initializers import rewrite_initializers
+from webhook.policy.mutation import merge
+
+DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "mutation.yaml").read_text("utf-8"))
+
+
+@pytest.mark.parametrize("case", DATA["cases"], ids=[c["why"] for c in DATA["cases"]])
+def test_mutating_decision(case: dict[str, Any]) -> None:
+    decision = engine_for(case).mutate(case["request"], case.get("namespace"))
+    want = case["want"]
+    if want["allowed"]:
+        assert (decision.allowed, decision.message) == (True, "")
+        patch = [dict(op) for op in decision.patch]
+        assert sorted(patch, key=lambda op: op["path"]) == sorted(want["patch"], key=lambda op: op["path"])
+        patched = jsonpatch.apply_patch(case["request"]["object"], patch)
+        assert patched != case["request"]["object"] or not patch
+    else:
+        assert (decision.allowed, decision.code, decision.reason, decision.message) == (
+            False,
+            want["code"],
+            want["reason"],
+            want["message"],
+        )
+        assert decision.patch == ()
+
+
+@pytest.mark.parametrize(
+    ("written", "compiled"),
+    [
+        pytest.param(
+            "Object{spec: Object.spec{replicas: 1}}",
+            '{"spec": dyn( {"replicas": dyn( 1)})}',
+            id="nested Object initializers become map literals",
+        ),
+        pytest.param(
+            '[JSONPatch{op: "add", path: "/a", value: {"k": x ? [1, 2] : y}}]',
+            '[{"op": dyn( "add"), "path": dyn( "/a"), "value": dyn( {"k": x ? [1, 2] : y})}]',
+            id="only the initializer's own fields are quoted and wrapped in dyn",
+        ),
+        pytest.param(
+            "x.Object{a: 1} + 'Object{b: 2}'",
+            "x.Object{a: 1} + 'Object{b: 2}'",
+            id="member selections and string literals are left alone",
+        ),
+    ],
+)
+def test_typed_initializers_are_rewritten_to_map_literals(written: str, compiled: str) -> None:
+    assert rewrite_initializers(written).text == compiled
+
+
+def test_a_rewrite_maps_positions_back_to_what_was_written() -> None:
+    rewritten = rewrite_initializers('[JSONPatch{op: "add", path: "/x", value: }]')
+    assert rewritten.original(1, rewritten.text.index("}") + 1) == (1, 42)
+
+
+def test_merge_without_merge_key_replaces_lists_and_merges_maps() -> None:
+    current = {"spec": {"args": ["a"], "conditions": [{"type": "Ready", "status": "False", "reason": "x"}]}}
+    applied = {"spec": {"args": ["b"], "conditions": [{"type": "Ready", "status": "True"}]}}
+    assert merge(current, applied) == {
+        "spec": {"args": ["b"], "conditions": [{"type": "Ready", "status": "True", "reason": "x"}]}
+    }

@@ -1,0 +1,195 @@
+"""CEL inputs of one admission request, converted once, and the activations of its policy evaluations.
+
+Follows ``k8s.io/apiserver/pkg/admission/plugin/cel/activation.go`` and ``composition.go``:
+``object``/``oldObject`` are the request's objects, ``request`` is the AdmissionRequest without ``uid``,
+``object`` and ``oldObject``, ``namespaceObject`` the request's Namespace reduced to the fields
+``CreateNamespaceObject`` keeps (``null`` for cluster-scoped objects and for Namespaces themselves),
+``params`` the param object (declared only when the policy has a ``paramKind``), and ``variables`` a lazy map
+(``LazyVariables``) that evaluates each variable on first use and memoises its value or error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from celpy.evaluation import CELEvalError
+
+from webhook.errors import CelEvaluationError, ReviewError
+from webhook.policy.cel import to_cel, to_python
+from webhook.policy.matching import Attributes
+from webhook.policy.model import Expression, MatchCondition, Variable
+
+_REQUEST_FIELDS = (
+    "kind",
+    "resource",
+    "subResource",
+    "requestKind",
+    "requestResource",
+    "requestSubResource",
+    "name",
+    "namespace",
+    "operation",
+    "userInfo",
+    "dryRun",
+    "options",
+)
+_NAMESPACE_METADATA = (
+    "name",
+    "generateName",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "finalizers",
+)
+
+
+@dataclass(slots=True)
+class RequestInputs:
+    """One request's matching attributes and CEL values, shared by every policy evaluation of the request.
+
+    ``namespace`` is the request's Namespace object as given (``None`` if none or unknown); ``params`` caches
+    param objects converted to CEL, by identity of the stored object.
+    """
+
+    attributes: Attributes
+    namespace: Mapping[str, Any] | None
+    namespace_name: str
+    cel: dict[str, object]
+    params: dict[int, object] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, request: Mapping[str, Any], namespace: Mapping[str, Any] | None, extra: Mapping[str, object]
+    ) -> RequestInputs:
+        """Convert ``request`` (an AdmissionReview ``request`` dict) once. ``extra`` are further activation
+        entries (extension libraries). Raises ``ReviewError`` if an object is not convertible JSON."""
+        kind = request.get("kind") or {}
+        is_namespace = kind.get("group", "") == "" and kind.get("version") == "v1" and kind.get("kind") == "Namespace"
+        namespace_name = "" if is_namespace else str(request.get("namespace") or "")
+        try:
+            cel = {
+                "object": to_cel(request.get("object")),
+                "oldObject": to_cel(request.get("oldObject")),
+                "request": to_cel({k: request[k] for k in _REQUEST_FIELDS if request.get(k) is not None}),
+                "namespaceObject": to_cel(namespace_object(namespace) if namespace_name else None),
+                "authorizer": None,
+                **extra,
+            }
+        except CelEvaluationError as err:
+            raise ReviewError(f"the request cannot be read as CEL values: {err}") from None
+        return cls(Attributes.from_request(request), namespace, namespace_name, cel)
+
+    def param(self, param: Mapping[str, Any] | None) -> object:
+        """``param`` as a CEL value, converted once per request (``None`` stays ``null``)."""
+        if param is None:
+            return None
+        key = id(param)
+        if key not in self.params:
+            self.params[key] = to_cel(param)
+        return self.params[key]
+
+
+def namespace_object(namespace: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The fields of a Namespace that ``namespaceObject`` exposes (``cel.CreateNamespaceObject``)."""
+    if namespace is None:
+        return None
+    metadata = namespace.get("metadata") or {}
+    kept: dict[str, Any] = {"metadata": {k: metadata[k] for k in _NAMESPACE_METADATA if k in metadata}}
+    for part in ("spec", "status"):
+        if part in namespace:
+            kept[part] = namespace[part]
+    return kept
+
+
+def error_value(message: str) -> object:
+    """A CEL error *value*: returned (not raised) from a lazy lookup so ``||``/``&&`` can absorb it."""
+    return CELEvalError(message)
+
+
+def evaluate(expression: Expression, activation: Mapping[str, object]) -> tuple[object, str | None]:
+    """``(value, None)`` or ``(None, error message)`` of ``expression`` on ``activation``."""
+    try:
+        value = expression.program.evaluate(activation)
+    except CelEvaluationError as err:
+        return None, str(err)
+    error = _nested_error(value)
+    return (None, error) if error is not None else (value, None)
+
+
+def _nested_error(value: object) -> str | None:
+    """The message of an error value left inside a list or map result, if any.
+
+    Guards against a backend that builds a literal around an erroring element instead of failing
+    (cel-go fails the whole expression).
+    """
+    if isinstance(value, CELEvalError):
+        return str(value.args[0]) if value.args else "evaluation error"
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
+    for item in items:
+        found = _nested_error(item)
+        if found is not None:
+            return found
+    return None
+
+
+class LazyVariables(Mapping[str, object]):
+    """``variables``: each variable evaluated on first lookup against ``activation``, value or error kept.
+
+    A failing variable reads as an error value ``composited variable "<name>" fails to evaluate: <error>``
+    (``composition.go``), so only expressions that use it fail, and ``true || variables.bad`` is true.
+    """
+
+    def __init__(self, variables: tuple[Variable, ...], activation: dict[str, object]) -> None:
+        self._expressions = {variable.name: variable.expression for variable in variables}
+        self._activation = activation
+        self._values: dict[str, object] = {}
+
+    def __getitem__(self, name: str) -> object:
+        if name not in self._values:
+            expression = self._expressions[name]  # KeyError for an unknown name: the checker rejects those
+            value, error = evaluate(expression, self._activation)
+            if error is not None:
+                value = error_value(f'composited variable "{name}" fails to evaluate: {error}')
+            self._values[name] = value
+        return self._values[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._expressions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._expressions)
+
+    def __len__(self) -> int:
+        return len(self._expressions)
+
+
+def activation(inputs: RequestInputs, variables: tuple[Variable, ...], params: object | None) -> dict[str, object]:
+    """The activation of one (policy, binding, param) evaluation: the request's values, ``params`` and a fresh
+    ``variables``. ``params`` is the CEL param (``None`` for no param or no paramKind: both read as null)."""
+    values = dict(inputs.cel)
+    values["params"] = params
+    values["variables"] = LazyVariables(variables, values)
+    return values
+
+
+def match_conditions(conditions: tuple[MatchCondition, ...], values: Mapping[str, object]) -> bool | str:
+    """``matchconditions.Matcher.Match``: ``False`` if any condition is false, else the errors (one text,
+    ``[a, b]`` for several, as ``utilerrors.NewAggregate``), else ``True``."""
+    errors = []
+    for condition in conditions:
+        value, error = evaluate(condition.expression, values)
+        if error is not None:
+            errors.append(f"expression '{condition.expression.text}' resulted in error: {error}")
+        elif to_python(value) is False:
+            return False
+    if errors:
+        return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return True

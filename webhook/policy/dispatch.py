@@ -1,0 +1,126 @@
+"""Which (policy, binding, param) tuples a request invokes, and which configuration errors it meets.
+
+Follows ``k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_dispatcher.go`` (``Dispatch``,
+``CollectParams``): a policy whose ``matchConstraints`` match, each of its bindings whose ``matchResources``
+match, and for each binding its params: none for a policy without ``paramKind`` or a binding without
+``paramRef`` (``params`` is then null), the named object, or every object the selector selects (one
+invocation each, ANDed by the caller). Problems are ``ConfigError``s (``failed to configure policy|binding:
+...``), which the caller routes through the policy's failurePolicy.
+
+Param scope without discovery: the store cannot say whether a kind is namespaced, so ``ParamScopes`` knows
+the cluster-scoped kinds (a built-in list of Kubernetes, OLM and Open Cluster Management kinds, extendable);
+every other kind counts as namespaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.policy.activation import RequestInputs
+from webhook.policy.matching import MatchError, matches
+from webhook.policy.model import DENY, Binding, ParamKind, ParamRef, Policy
+from webhook.policy.store import ObjectStore
+
+#: (API group, kind) of well-known cluster-scoped kinds that may serve as params.
+CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("storage.k8s.io", "StorageClass"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("olm.operatorframework.io", "ClusterExtension"),
+        ("olm.operatorframework.io", "ClusterCatalog"),
+        ("olm.operatorframework.io", "ClusterExtensionRevision"),
+        ("cluster.open-cluster-management.io", "ManagedCluster"),
+        ("addon.open-cluster-management.io", "ClusterManagementAddOn"),
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """One evaluation to run: ``param`` is the param object, or ``None`` (``params`` is null)."""
+
+    policy: Policy
+    binding: Binding
+    param: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigError:
+    """A misconfiguration met while dispatching; ``binding`` is ``None`` for a policy-level one."""
+
+    policy: Policy
+    binding: Binding | None
+    message: str
+
+
+def invocations(
+    policies: Collection[tuple[Policy, tuple[Binding, ...]]],
+    inputs: RequestInputs,
+    store: ObjectStore,
+    cluster_scoped: Collection[tuple[str, str]] = CLUSTER_SCOPED_KINDS,
+) -> Iterator[Invocation | ConfigError]:
+    """The invocations and configuration errors of a request, in policy then binding then param order."""
+    attributes = inputs.attributes
+    for policy, bindings in policies:
+        try:
+            if not matches(policy.match_constraints, attributes, inputs.namespace):
+                continue
+        except MatchError as err:
+            yield ConfigError(policy, None, f"failed to configure policy: {err}")
+            continue
+        for binding in bindings:
+            try:
+                if binding.match_resources is not None and not matches(
+                    binding.match_resources, attributes, inputs.namespace
+                ):
+                    continue
+                params = collect_params(
+                    policy.param_kind, binding.param_ref, attributes.namespace, store, cluster_scoped
+                )
+            except (MatchError, ParamError) as err:
+                yield ConfigError(policy, binding, f"failed to configure binding: {err}")
+                continue
+            for param in params:
+                yield Invocation(policy, binding, param)
+
+
+class ParamError(Exception):
+    """The params of a binding cannot be collected; the message is upstream's text."""
+
+
+def collect_params(
+    param_kind: ParamKind | None,
+    param_ref: ParamRef | None,
+    namespace: str,
+    store: ObjectStore,
+    cluster_scoped: Collection[tuple[str, str]],
+) -> list[Mapping[str, Any] | None]:
+    """``CollectParams``: ``[None]`` without paramKind or paramRef, else the referenced objects (possibly
+    none: parameterNotFoundAction Allow). ``namespace`` is the request's. Raises ``ParamError``."""
+    if param_kind is None or param_ref is None:
+        return [None]
+    group = param_kind.api_version.rpartition("/")[0]
+    lookup_namespace: str | None = None
+    if (group, param_kind.kind) not in cluster_scoped:
+        lookup_namespace = param_ref.namespace or namespace
+        if not lookup_namespace:
+            raise ParamError("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
+    elif param_ref.namespace:
+        raise ParamError("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
+    found: list[Mapping[str, Any] | None]
+    if param_ref.name is not None:
+        param = store.get(param_kind.api_version, param_kind.kind, param_ref.name, lookup_namespace)
+        found = [param] if param is not None else []
+    else:
+        found = list(store.list(param_kind.api_version, param_kind.kind, lookup_namespace, param_ref.selector))
+    if not found and param_ref.parameter_not_found_action == DENY:
+        raise ParamError("no params found for policy binding with `Deny` parameterNotFoundAction")
+    return found

@@ -1,0 +1,282 @@
+"""The policy engine: one admission request in, one ``Decision`` out. Pure: no HTTP, no cluster, no files.
+
+``PolicyEngine(policy_set, store).validate(request, namespace)`` runs the ValidatingAdmissionPolicies,
+``.mutate(request, namespace)`` the MutatingAdmissionPolicies (``webhook.policy.mutation``). ``request`` is
+the ``request`` of an ``admission.k8s.io/v1`` AdmissionReview as a dict; ``namespace`` is the request's
+Namespace object (``None`` for cluster-scoped requests, or when unknown: a namespaced request then fails
+as upstream does, ``namespaces "<name>" not found``).
+
+Validation follows ``k8s.io/apiserver/pkg/admission/plugin/policy/validating/dispatcher.go`` and
+``validator.go``: per (policy, binding, param) tuple, matchConditions (a false one skips the tuple, errors go
+to the failurePolicy), validations (``false`` is a violation; an error follows the failurePolicy) with
+message / messageExpression fallbacks, then auditAnnotations. Violations (and, with ``failurePolicy: Fail``,
+errors) go through the binding's ``validationActions``: Deny rejects, Warn adds a warning, Audit adds a
+``validation.policy.admission.k8s.io/validation_failure`` audit annotation. The first denial gives the
+response's message and HTTP code (``reason``: 401/403/413/422); every denial is a cause.
+
+Not modelled: the per-(policy, binding, param) cost budget of 10,000,000 (each expression has the
+per-expression limit of its ``Environment``), ``authorizer`` (bound to ``null``: using it is a run-time
+error), and object conversion for ``matchPolicy: Equivalent`` (see ``webhook.policy.matching``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, cast
+
+from webhook.policy import mutation
+from webhook.policy.activation import RequestInputs, activation, evaluate, match_conditions
+from webhook.policy.cel import to_python
+from webhook.policy.decision import Decision
+from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, invocations
+from webhook.policy.model import (
+    AUDIT,
+    DENY,
+    FAIL,
+    WARN,
+    Binding,
+    PolicySet,
+    ValidatingBinding,
+    ValidatingPolicy,
+    Validation,
+)
+from webhook.policy.store import ObjectStore
+
+VALIDATION_FAILURE_ANNOTATION = "validation.policy.admission.k8s.io/validation_failure"
+MAX_MESSAGE_BYTES = 5 * 1024
+MAX_AUDIT_VALUE_BYTES = 10 * 1024
+_CODES = {"Unauthorized": 401, "Forbidden": 403, "RequestEntityTooLarge": 413, "Invalid": 422}
+
+
+@dataclass(frozen=True, slots=True)
+class _Denial:
+    policy: str
+    binding: str | None
+    message: str
+    reason: str = ""
+
+    def text(self) -> str:
+        if self.binding is None:
+            return f"ValidatingAdmissionPolicy '{self.policy}' denied request: {self.message}"
+        return f"ValidatingAdmissionPolicy '{self.policy}' with binding '{self.binding}' denied request: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A validation decision with action Deny (a violation, or an error under failurePolicy Fail)."""
+
+    index: int
+    message: str
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """What one request's validating tuples produced, gathered as the dispatcher gathers them."""
+
+    denials: list[_Denial] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def decision(self) -> Decision:
+        annotations = MappingProxyType(dict(self.annotations))
+        if not self.denials:
+            return Decision(warnings=tuple(self.warnings), audit_annotations=annotations)
+        first = self.denials[0]
+        reason = first.reason or "Invalid"
+        return Decision(
+            allowed=False,
+            code=_CODES.get(reason, 422),
+            reason=reason,
+            message=first.text(),
+            causes=tuple(denial.text() for denial in self.denials),
+            warnings=tuple(self.warnings),
+            audit_annotations=annotations,
+        )
+
+
+class PolicyEngine:
+    """A loaded ``PolicySet`` ready to admit requests; params are read from ``store``.
+
+    ``bindings``: further activation entries (extension libraries, e.g. ``cel.extension_bindings``);
+    ``cluster_scoped_kinds``: (group, kind) of param kinds that are cluster-scoped. Thread-safe: a request's
+    state lives in the call.
+    """
+
+    def __init__(
+        self,
+        policies: PolicySet,
+        store: ObjectStore,
+        *,
+        bindings: Mapping[str, object] | None = None,
+        cluster_scoped_kinds: Collection[tuple[str, str]] = CLUSTER_SCOPED_KINDS,
+    ) -> None:
+        self.policies = policies
+        self.store = store
+        self.bindings = dict(bindings or {})
+        self.cluster_scoped_kinds = frozenset(cluster_scoped_kinds)
+        self._validating = _with_bindings(policies.validating_policies, policies.validating_bindings)
+        self._mutating = _with_bindings(policies.mutating_policies, policies.mutating_bindings)
+
+    def inputs(self, request: Mapping[str, Any], namespace: Mapping[str, Any] | None) -> RequestInputs:
+        """The request converted to CEL once (``RequestInputs``); raises ``ReviewError`` if it cannot be."""
+        return RequestInputs.build(request, namespace, self.bindings)
+
+    def validate(self, request: Mapping[str, Any], namespace: Mapping[str, Any] | None = None) -> Decision:
+        """Run every ValidatingAdmissionPolicy on ``request``. Raises ``ReviewError`` for an unreadable one."""
+        inputs = self.inputs(request, namespace)
+        outcome = _Outcome()
+        collected: dict[str, dict[str, list[str]]] = {}  # policy -> audit annotation key -> values
+        for item in invocations(self._validating, inputs, self.store, self.cluster_scoped_kinds):
+            policy = cast(ValidatingPolicy, item.policy)
+            if isinstance(item, ConfigError):
+                if policy.failure_policy == FAIL:
+                    outcome.denials.append(_Denial(policy.name, _name(item.binding), item.message))
+                continue
+            if inputs.namespace_name and inputs.namespace is None:
+                return Decision.namespace_not_found(inputs.namespace_name)
+            binding = cast(ValidatingBinding, item.binding)
+            values = activation(inputs, policy.variables, inputs.param(item.param))
+            _validate_one(policy, binding, values, outcome, collected.setdefault(policy.name, {}))
+        for policy_name, keys in collected.items():
+            for key, values_of_key in keys.items():
+                outcome.annotations[f"{policy_name}/{key}"] = ", ".join(values_of_key)
+        return outcome.decision()
+
+    def mutate(self, request: Mapping[str, Any], namespace: Mapping[str, Any] | None = None) -> Decision:
+        """Run every MutatingAdmissionPolicy on ``request``; the decision carries the JSON patch."""
+        inputs = self.inputs(request, namespace)
+        found = invocations(self._mutating, inputs, self.store, self.cluster_scoped_kinds)
+        return mutation.mutate(request, inputs, found)
+
+
+def _with_bindings(policies: tuple[Any, ...], bindings: tuple[Binding, ...]) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
+    return tuple((policy, tuple(b for b in bindings if b.policy_name == policy.name)) for policy in policies)
+
+
+def _name(binding: Binding | None) -> str | None:
+    return binding.name if binding is not None else None
+
+
+def _validate_one(
+    policy: ValidatingPolicy,
+    binding: ValidatingBinding,
+    values: Mapping[str, object],
+    outcome: _Outcome,
+    collected: dict[str, list[str]],
+) -> None:
+    """One (policy, binding, param) tuple, ``validator.Validate`` then the dispatcher's actions."""
+    fail = policy.failure_policy == FAIL
+    matched = match_conditions(policy.match_conditions, values)
+    if matched is False:
+        return
+    if isinstance(matched, str):
+        if fail:
+            _apply_actions(policy, binding, _Failure(0, matched), outcome)
+        return
+    for index, validation in enumerate(policy.validations):
+        failure = _validation_failure(index, validation, values, fail=fail)
+        if failure is not None:
+            _apply_actions(policy, binding, failure, outcome)
+    _audit_annotations(policy, binding, values, outcome, collected, fail=fail)
+
+
+def _validation_failure(
+    index: int, validation: Validation, values: Mapping[str, object], *, fail: bool
+) -> _Failure | None:
+    value, error = evaluate(validation.expression, values)
+    if error is not None:
+        text = f"expression '{validation.expression.text}' resulted in error: {error}"
+        return _Failure(index, text) if fail else None
+    if to_python(value) is True:
+        return None
+    return _Failure(index, _message(validation, values), validation.reason)
+
+
+def _message(validation: Validation, values: Mapping[str, object]) -> str:
+    """The violation message: messageExpression (a non-empty single-line string ≤ 5 KiB, trimmed), else
+    ``message``, else ``failed expression: <expression>`` (``validator.go``)."""
+    message = ""
+    if validation.message_expression is not None:
+        value, error = evaluate(validation.message_expression, values)
+        result = to_python(value) if error is None else None
+        if isinstance(result, str):
+            message = result.strip()
+            if len(message.encode()) > MAX_MESSAGE_BYTES or "\n" in message:
+                message = ""
+    if not message and validation.message:
+        message = validation.message.strip()
+    return message or f"failed expression: {validation.expression.text.strip()}"
+
+
+def _apply_actions(policy: ValidatingPolicy, binding: ValidatingBinding, failure: _Failure, outcome: _Outcome) -> None:
+    for action in binding.validation_actions:
+        if action == DENY:
+            outcome.denials.append(_Denial(policy.name, binding.name, failure.message, failure.reason))
+        elif action == WARN:
+            outcome.warnings.append(
+                f"Validation failed for ValidatingAdmissionPolicy '{policy.name}' with binding '{binding.name}': "
+                f"{failure.message}"
+            )
+        elif action == AUDIT:
+            # Attributes.AddAnnotation keeps the first value of a key: the first Audit failure is published.
+            outcome.annotations.setdefault(
+                VALIDATION_FAILURE_ANNOTATION,
+                json.dumps(
+                    [
+                        {
+                            "message": failure.message,
+                            "policy": binding.policy_name,
+                            "binding": binding.name,
+                            "expressionIndex": failure.index,
+                            "validationActions": list(binding.validation_actions),
+                        }
+                    ],
+                    separators=(",", ":"),
+                ),
+            )
+
+
+def _audit_annotations(
+    policy: ValidatingPolicy,
+    binding: ValidatingBinding,
+    values: Mapping[str, object],
+    outcome: _Outcome,
+    collected: dict[str, list[str]],
+    *,
+    fail: bool,
+) -> None:
+    """Evaluate the auditAnnotations: a non-empty string is published (trimmed, cut at 10 KiB; equal values
+    of several bindings once, different ones joined with ``", "``), null or blank is omitted, any other
+    result or an error denies under failurePolicy Fail and is dropped under Ignore."""
+    for annotation in policy.audit_annotations:
+        text = annotation.value_expression.text
+        value, error = evaluate(annotation.value_expression, values)
+        result = to_python(value) if error is None else None
+        if error is None and result is not None and not isinstance(result, str):
+            error = (
+                f"valueExpression '{text}' resulted in unsupported return type: {_cel_type(result)}. "
+                "Return type must be either string or null."
+            )
+        elif error is not None:
+            error = f"expression '{text}' resulted in error: {error}"
+        if error is not None:
+            if fail:
+                message = f"valueExpression '{text}' resulted in error: {error}"
+                outcome.denials.append(_Denial(policy.name, binding.name, message))
+            continue
+        published = result.strip() if isinstance(result, str) else ""
+        if published:
+            published = published.encode()[:MAX_AUDIT_VALUE_BYTES].decode(errors="ignore")
+            values_of_key = collected.setdefault(annotation.key, [])
+            if published not in values_of_key:
+                values_of_key.append(published)
+
+
+def _cel_type(value: object) -> str:
+    """The CEL type name of a plain Python result."""
+    names = {bool: "bool", int: "int", float: "double", list: "list", dict: "map", bytes: "bytes"}
+    return names.get(type(value), type(value).__name__)

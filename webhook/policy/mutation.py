@@ -1,0 +1,198 @@
+"""MutatingAdmissionPolicy: apply each invocation's mutations in order and answer with one JSON patch.
+
+Follows ``k8s.io/apiserver/pkg/admission/plugin/policy/mutating/dispatcher.go`` and ``patch/{json_patch,
+smd}.go``. The invocations are chosen up front (matching sees the object as sent); then for each
+(policy, binding, param): matchConditions (false skips, an error is a policy error), then every mutation in
+order on the object as the previous mutations left it (``object`` is re-read after each change):
+
+- ``JSONPatch``: the expression returns a list of ``JSONPatch{op, path, from, value}``; it is applied as RFC
+  6902. A failed ``test`` operation leaves the object unchanged without error; any other failure is an error.
+- ``ApplyConfiguration``: the expression returns an ``Object{...}``; it is merged into the object the way
+  server-side apply merges an apply configuration: maps merge key by key, lists whose items are maps with a
+  known merge key (``MERGE_KEYS``: containers and volumes by ``name``, conditions by ``type``, ...) merge item
+  by item, every other list and scalar is replaced. (Without the OpenAPI schema, ``x-kubernetes-list-type``
+  and atomic-field errors of structured-merge-diff are approximated by that table.)
+
+Typed initializers (``Object{}``, ``JSONPatch{}``) are compiled as map literals (``webhook.policy.initializers``).
+An error is recorded and the next mutation still runs; errors of ``failurePolicy: Fail`` policies reject the
+request (HTTP 403, ``policy '<p>' with binding '<b>' denied request: <error>``, reason ``Invalid``), those of
+``Ignore`` policies are dropped. The whole request answers with one RFC 6902 patch from the object as sent to
+the final object (``jsonpatch.make_patch``).
+
+Reinvocation: a webhook is re-called by the apiserver per its own ``reinvocationPolicy``; within one call,
+``IfNeeded`` policies that ran before a later invocation changed the object run once more, as the
+apiserver's single policy reinvocation does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import jsonpatch
+
+from webhook.policy.activation import RequestInputs, activation, evaluate, match_conditions
+from webhook.policy.cel import to_cel, to_python
+from webhook.policy.decision import Decision
+from webhook.policy.dispatch import ConfigError, Invocation
+from webhook.policy.model import APPLY_CONFIGURATION, FAIL, MutatingPolicy, Mutation, Policy
+
+#: Merge keys of well-known list fields (``patchMergeKey`` / ``x-kubernetes-list-map-keys``), by field name.
+MERGE_KEYS: Mapping[str, tuple[str, ...]] = {
+    "containers": ("name",),
+    "initContainers": ("name",),
+    "ephemeralContainers": ("name",),
+    "env": ("name",),
+    "volumes": ("name",),
+    "volumeMounts": ("mountPath",),
+    "ports": ("containerPort", "protocol"),
+    "imagePullSecrets": ("name",),
+    "conditions": ("type",),
+    "hostAliases": ("ip",),
+    "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
+}
+
+
+class MutationError(Exception):
+    """A mutation could not be applied; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyError:
+    """A rejected invocation: ``generic.PolicyError``."""
+
+    policy: str
+    binding: str | None
+    message: str
+    reason: str = ""
+
+    def text(self) -> str:
+        if self.binding is None:
+            return f'policy "{self.policy}" denied request: {self.message}'
+        return f"policy '{self.policy}' with binding '{self.binding}' denied request: {self.message}"
+
+
+def mutate(request: Mapping[str, Any], inputs: RequestInputs, found: Iterable[Invocation | ConfigError]) -> Decision:
+    """The ``Decision`` of the mutating policies for ``request`` (see the module docstring)."""
+    selected = list(found)
+    original = request.get("object")
+    state = _State(copy.deepcopy(original), inputs)
+    ran_if_needed: list[int] = []
+    last_change = -1
+    for position, item in enumerate(selected):
+        if isinstance(item, ConfigError):
+            state.error(item.policy, item.binding.name if item.binding else None, item.message, "")
+            continue
+        if inputs.namespace_name and inputs.namespace is None:
+            return Decision.namespace_not_found(inputs.namespace_name)
+        if state.run(item):
+            last_change = position
+        if cast(MutatingPolicy, item.policy).reinvocation_policy == "IfNeeded":
+            ran_if_needed.append(position)
+    for position in ran_if_needed:
+        if position < last_change:
+            state.run(cast(Invocation, selected[position]))
+    if state.errors:
+        first = state.errors[0]
+        return Decision(
+            allowed=False,
+            code=403,
+            reason=first.reason or "Forbidden",
+            message=first.text(),
+            causes=tuple(error.text() for error in state.errors),
+        )
+    if original is None or state.object == original:
+        return Decision()
+    return Decision(patch=tuple(jsonpatch.make_patch(original, state.object).patch))
+
+
+class _State:
+    """The object as mutated so far (and its CEL value for the next activation), and the errors kept."""
+
+    def __init__(self, obj: Any, inputs: RequestInputs) -> None:
+        self.object = obj
+        self.inputs = inputs
+        self.errors: list[PolicyError] = []
+
+    def error(self, policy: Policy, binding: str | None, message: str, reason: str) -> None:
+        """Keep an error of a ``failurePolicy: Fail`` policy; drop one of an ``Ignore`` policy."""
+        if policy.failure_policy == FAIL:
+            self.errors.append(PolicyError(policy.name, binding, message, reason))
+
+    def run(self, invocation: Invocation) -> bool:
+        """Run one invocation's mutations; True if the object changed."""
+        policy = cast(MutatingPolicy, invocation.policy)
+        binding = invocation.binding.name
+        values = activation(self.inputs, policy.variables, self.inputs.param(invocation.param))
+        matched = match_conditions(policy.match_conditions, values)
+        if matched is False:
+            return False
+        if isinstance(matched, str):
+            self.error(policy, binding, matched, "Invalid")
+            return False
+        before = self.object
+        for mutation in policy.mutations:
+            if self.object is None:  # nothing to patch (the apiserver skips patchers then)
+                continue
+            try:
+                changed = _apply(mutation, self.object, values)
+            except MutationError as err:
+                self.error(policy, binding, str(err), "Invalid")
+                continue
+            if changed != self.object:
+                self.object = changed
+                self.inputs.cel["object"] = values["object"] = to_cel(changed)
+        return bool(self.object != before)
+
+
+def _apply(mutation: Mutation, obj: Any, values: Mapping[str, object]) -> Any:
+    """The object after one mutation. Raises ``MutationError``."""
+    result, error = evaluate(mutation.expression, values)
+    if error is not None:
+        raise MutationError(f"expression '{mutation.expression.text}' resulted in error: {error}")
+    value = to_python(result)
+    if mutation.patch_type == APPLY_CONFIGURATION:
+        if not isinstance(value, dict):
+            raise MutationError("ApplyConfiguration expression must evaluate to an Object")
+        return merge(obj, value)
+    return apply_json_patch(obj, value)
+
+
+def apply_json_patch(obj: Any, operations: Any) -> Any:
+    """``obj`` after the RFC 6902 ``operations`` (a list of op objects); unchanged if a ``test`` fails.
+    Raises ``MutationError`` for a malformed patch or an operation that does not apply."""
+    if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
+        raise MutationError("JSONPatch expression must evaluate to a list of JSONPatch")
+    try:
+        return jsonpatch.JsonPatch(operations).apply(obj)
+    except jsonpatch.JsonPatchTestFailed:
+        return obj
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
+        raise MutationError(f"JSON patch could not be applied: {err}") from None
+
+
+def merge(current: Any, applied: Any, field_name: str | None = None) -> Any:
+    """``applied`` (an apply configuration) merged into ``current``, as the module docstring describes."""
+    if isinstance(current, dict) and isinstance(applied, dict):
+        merged = dict(current)
+        for key, value in applied.items():
+            merged[key] = merge(current[key], value, key) if key in current else value
+        return merged
+    keys = MERGE_KEYS.get(field_name or "")
+    if keys and isinstance(current, list) and isinstance(applied, list) and _keyed(current + applied, keys):
+        merged_list = list(current)
+        for item in applied:
+            key = tuple(item.get(k) for k in keys)
+            index = next((i for i, old in enumerate(merged_list) if tuple(old.get(k) for k in keys) == key), None)
+            if index is None:
+                merged_list.append(item)
+            else:
+                merged_list[index] = merge(merged_list[index], item)
+        return merged_list
+    return applied
+
+
+def _keyed(items: list[Any], keys: tuple[str, ...]) -> bool:
+    return all(isinstance(item, dict) and keys[0] in item for item in items)
