@@ -54,7 +54,14 @@ class ManifestError(InputError):
 
 
 class PolicyLoadError(InputError):
-    """A policy document does not load; the message names file, document, field path and column."""
+    """A policy set does not load; the message names file, document, field path and column.
+
+    ``problems`` lists each problem on its own (one line each), for reports that show them one by one.
+    """
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems or (message,)
 
 
 class ReviewError(InputError):

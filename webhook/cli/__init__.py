@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import click
 
+from webhook.cli.cel import cel
+from webhook.cli.certs import certs
+from webhook.cli.policy import policy
 from webhook.cli.resolve import resolve
+from webhook.cli.serve import serve
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -17,8 +21,16 @@ def main() -> None:
     """Govern operator upgrades as code.
 
     \b
+    Serve policies to the kube-apiserver:      upgrade-gate serve --policies policies/
     Resolve upgrades exactly as OLM v1 does:   upgrade-gate resolve -f ext.yaml --catalog DIR
+    Test admission policies as code:          upgrade-gate policy test policies/tests
+    Check policies, and which are portable:   upgrade-gate policy lint policies
+    Try a CEL expression:                     upgrade-gate cel eval 'semver("1.2.3").major()'
     """
 
 
 main.add_command(resolve)
+main.add_command(policy)
+main.add_command(cel)
+main.add_command(serve)
+main.add_command(certs)

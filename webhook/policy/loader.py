@@ -95,7 +95,7 @@ def _build(documents: list[Document], compiler: Compiler) -> model.PolicySet:
         problems.extend(reader.report())
     if problems:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
-        raise PolicyLoadError(f"the policy set does not load ({count}):\n" + "\n".join(problems))
+        raise PolicyLoadError(f"the policy set does not load ({count}):\n" + "\n".join(problems), tuple(problems))
     return model.PolicySet(
         validating_policies=tuple(found[VAP]),
         validating_bindings=tuple(found[VAPB]),

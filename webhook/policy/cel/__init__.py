@@ -15,11 +15,13 @@ Public API::
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 
 from webhook.policy.cel.environment import Environment, Program, default_backend
 from webhook.policy.cel.libraries import EXTENSION_FUNCTIONS
 from webhook.policy.cel.libraries.extensions import extension_bindings
+from webhook.policy.store import ObjectStore
 
 __all__ = [
     "EXTENSION_FUNCTIONS",
@@ -46,13 +48,24 @@ def to_python(value: object) -> object:
     return default_backend().to_python(value)
 
 
-def evaluate(expression: str, variables: Mapping[str, object] | None = None) -> object:
+def evaluate(
+    expression: str,
+    variables: Mapping[str, object] | None = None,
+    *,
+    now: datetime.datetime | None = None,
+    store: ObjectStore | None = None,
+) -> object:
     """Compile ``expression`` with ``variables``' names declared, evaluate it on their values and return
     plain Python. Raises a ``webhook.errors.CelError`` (compile or evaluation) and nothing else.
+
+    ``clock.now()`` returns ``now`` (default: the current time, UTC); ``cluster.get/list`` read ``store``
+    (default: none bound, so they fail with "not available").
 
     >>> evaluate("object.spec.replicas > 2", {"object": {"spec": {"replicas": 3}}})
     True
     """
     values = dict(variables or {})
     program = Environment(values).compile(expression)
-    return to_python(program.evaluate({name: to_cel(value) for name, value in values.items()}))
+    activation = {name: to_cel(value) for name, value in values.items()}
+    bindings = extension_bindings(store, now or datetime.datetime.now(datetime.UTC))
+    return to_python(program.evaluate({**bindings, **activation}))

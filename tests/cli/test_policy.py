@@ -1,0 +1,104 @@
+"""``upgrade-gate policy test|lint`` and ``cel eval`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from webhook.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITES = ROOT / "tests" / "data" / "policy" / "suites"
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_the_bundled_suites_pass_and_write_junit(tmp_path: Path) -> None:
+    report = tmp_path / "junit.xml"
+    code, out, _ = _run("policy", "test", str(ROOT / "policies" / "tests"), "--junit", str(report))
+    assert code == 0
+    assert out.rstrip().endswith(" passed, 0 failed")
+    suites = ET.parse(report).getroot().findall("testsuite")
+    assert {s.get("name") for s in suites} >= {"revision-approval", "revision-defaults", "revision-integrity"}
+    assert all(s.get("failures") == "0" for s in suites)
+
+
+def test_a_failing_case_exits_1_and_is_listed() -> None:
+    code, out, _ = _run("policy", "test", str(SUITES / "wrong-expectations.yaml"), "-o", "json")
+    assert code == 1
+    (suite,) = json.loads(out)
+    assert [c["passed"] for c in suite["cases"]] == [True, False, False, False]
+
+
+def test_a_missing_suite_path_is_bad_input(tmp_path: Path) -> None:
+    code, _, err = _run("policy", "test", str(tmp_path / "nope"))
+    assert code == 2
+    assert err == f"upgrade-gate: {tmp_path / 'nope'}: no such file or directory\n"
+
+
+def test_lint_lists_every_file_and_reports_the_broken_one(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text((SUITES / "deny-latest.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "bad.yaml").write_text((SUITES / "broken.policy").read_text(encoding="utf-8"), encoding="utf-8")
+    code, out, err = _run("policy", "lint", str(tmp_path), "-o", "json")
+    assert code == 1
+    by_file = {Path(r["file"]).name: r for r in json.loads(out)}
+    assert by_file["good.yaml"]["policies"] == [
+        {"kind": "ValidatingAdmissionPolicy", "name": "no-latest", "portable": True, "extensions": []}
+    ]
+    assert by_file["bad.yaml"]["errors"]
+    assert err.startswith(f"{tmp_path / 'bad.yaml'}:8:")
+    assert "spec.validations[0].expression" in err
+
+
+def test_lint_says_which_bundled_policies_are_portable() -> None:
+    code, out, _ = _run("policy", "lint", str(ROOT / "policies"), "-o", "json")
+    assert code == 0
+    portable = {p["name"]: p["portable"] for r in json.loads(out) for p in r["policies"]}
+    assert portable["upgrade-gate-clusterextension-guards"] is True
+    assert portable["upgrade-gate-revision-approval"] is False
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "out"),
+    [
+        pytest.param(['semver("1.2.3").isLessThan(semver("1.10.0"))'], 0, "true", id="a semver comparison"),
+        pytest.param(["x.map(i, i * 2)", "--var", "x=[1, 2]"], 0, "[\n  2,\n  4\n]", id="a JSON variable"),
+        pytest.param(['olm.inRange("1.4.0", ">=1.2 <2")'], 0, "true", id="an OLM range"),
+        pytest.param(
+            ['clock.now() == timestamp("2026-01-01T00:00:00Z")', "--now", "2026-01-01T00:00:00Z"],
+            0,
+            "true",
+            id="the clock",
+        ),
+    ],
+)
+def test_cel_eval_prints_json(args: list[str], code: int, out: str) -> None:
+    assert _run("cel", "eval", *args)[:2] == (code, out + "\n")
+
+
+def test_cel_eval_reads_a_variable_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "rev.yaml"
+    path.write_text("spec: {version: 1.2.3}\n", encoding="utf-8")
+    assert _run("cel", "eval", "object.spec.version", "--var", f"object=@{path}")[:2] == (0, '"1.2.3"\n')
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "error"),
+    [
+        pytest.param(["1 +"], 2, "upgrade-gate: compile error: ", id="a syntax error is bad input"),
+        pytest.param(["1 / 0"], 1, "upgrade-gate: evaluation error: division by zero", id="a runtime error exits 1"),
+        pytest.param(["x", "--var", "x=nope"], 2, "upgrade-gate: --var x: 'nope' is not JSON", id="a bad variable"),
+    ],
+)
+def test_cel_eval_errors_are_one_line(args: list[str], code: int, error: str) -> None:
+    got, out, err = _run("cel", "eval", *args)
+    assert (got, out) == (code, "")
+    assert err.startswith(error)
+    assert err.count("\n") == 1

@@ -1,0 +1,158 @@
+"""``upgrade-gate policy test|lint``: policies as code, reviewed like code."""
+
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import click
+
+from webhook.cli.common import EXIT_NEGATIVE, echo_json, handle_errors
+from webhook.policy.lint import FileReport, lint
+from webhook.policy.suites import SuiteResult, load_suites, run_suites
+
+PATHS = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+
+
+@click.group()
+def policy() -> None:
+    """Test and lint CEL admission policies (ValidatingAdmissionPolicy, MutatingAdmissionPolicy)."""
+
+
+@policy.command("test")
+@PATHS
+@OUTPUT
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write a JUnit XML report.")
+@handle_errors
+def test(paths: tuple[Path, ...], output: str, junit: Path | None) -> None:
+    """Run PolicyTest suites (files or directories).
+
+    Each case is admitted as the kube-apiserver would: mutating policies, their patch, then validating
+    policies on the patched object; its expectations are checked. Exit 1 if any case fails.
+
+    \b
+    Example:
+      upgrade-gate policy test policies/tests
+    """
+    suites = load_suites(paths)
+    results: list[SuiteResult] = []
+    for index, result in enumerate(run_suites(suites), start=1):
+        results.append(result)
+        if sys.stderr.isatty():
+            click.echo(f"\r[{index}/{len(suites)}] {result.name}".ljust(60), err=True, nl=False)
+    if sys.stderr.isatty() and suites:
+        click.echo("\r".ljust(61) + "\r", err=True, nl=False)
+    if junit is not None:
+        _junit(results).write(junit, encoding="utf-8", xml_declaration=True)
+    if output == "json":
+        echo_json([_suite_document(r) for r in results])
+    else:
+        click.echo(_suite_table(results))
+    if not results or not all(r.passed for r in results):
+        raise SystemExit(EXIT_NEGATIVE)
+
+
+@policy.command("lint")
+@PATHS
+@OUTPUT
+@handle_errors
+def lint_command(paths: tuple[Path, ...], output: str) -> None:
+    """Validate policy files as the kube-apiserver does on create, and say which are portable.
+
+    A policy that calls an upgrade-gate extension function (clock.now, cluster.get/list, olm.*) runs only in
+    the upgrade-gate webhook; the others run unchanged as in-tree admission policies. Every broken file is
+    reported with its file, line, column and field; the others are still listed. Exit 1 if any file is broken.
+    """
+    reports = lint(paths)
+    if output == "json":
+        echo_json([_file_document(r) for r in reports])
+    else:
+        click.echo(_lint_table(reports))
+    for report in reports:
+        for error in report.errors:
+            click.echo(error, err=True)
+    if any(r.errors for r in reports):
+        raise SystemExit(EXIT_NEGATIVE)
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    )
+
+
+def _suite_table(results: list[SuiteResult]) -> str:
+    rows: list[tuple[str, ...]] = []
+    for result in results:
+        if result.error is not None:
+            rows.append((result.name, "-", "ERROR", result.error.splitlines()[0]))
+        for case in result.cases:
+            detail = "; ".join(case.failures)
+            rows.append((result.name, case.case, "PASS" if case.passed else "FAIL", detail))
+    cases = [c for r in results for c in r.cases]
+    failed = sum(1 for c in cases if not c.passed) + sum(1 for r in results if r.error)
+    summary = f"{len(cases) - sum(1 for c in cases if not c.passed)} passed, {failed} failed"
+    return _table(("SUITE", "CASE", "RESULT", "DETAIL"), rows) + f"\n\n{summary}"
+
+
+def _suite_document(result: SuiteResult) -> dict[str, Any]:
+    return {
+        "suite": result.name,
+        "file": str(result.file),
+        "error": result.error,
+        "cases": [
+            {"case": c.case, "passed": c.passed, "failures": list(c.failures), "seconds": round(c.seconds, 6)}
+            for c in result.cases
+        ],
+    }
+
+
+def _junit(results: list[SuiteResult]) -> ET.ElementTree[ET.Element]:
+    root = ET.Element("testsuites", name="upgrade-gate policy test")
+    for result in results:
+        failures = sum(1 for c in result.cases if not c.passed)
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=result.name,
+            file=str(result.file),
+            tests=str(len(result.cases) or 1),
+            failures=str(failures),
+            errors="1" if result.error else "0",
+        )
+        if result.error is not None:
+            ET.SubElement(ET.SubElement(suite, "testcase", name="load policies"), "error", message=result.error)
+        for case in result.cases:
+            element = ET.SubElement(
+                suite, "testcase", name=case.case, classname=result.name, time=f"{case.seconds:.6f}"
+            )
+            for failure in case.failures:
+                ET.SubElement(element, "failure", message=failure)
+    return ET.ElementTree(root)
+
+
+def _lint_table(reports: list[FileReport]) -> str:
+    rows: list[tuple[str, ...]] = []
+    for report in reports:
+        if report.errors:
+            rows.append((str(report.file), "-", "-", "BROKEN", f"{len(report.errors)} error(s), see below"))
+        for item in report.policies:
+            portable = "yes" if item.portable else "no"
+            rows.append((str(report.file), item.kind, item.name, portable, ", ".join(item.extensions)))
+    return _table(("FILE", "KIND", "NAME", "PORTABLE", "EXTENSIONS"), rows)
+
+
+def _file_document(report: FileReport) -> dict[str, Any]:
+    return {
+        "file": str(report.file),
+        "errors": list(report.errors),
+        "policies": [
+            {"kind": p.kind, "name": p.name, "portable": p.portable, "extensions": list(p.extensions)}
+            for p in report.policies
+        ],
+    }

@@ -1,0 +1,354 @@
+"""Policy test suites: ``kind: PolicyTest`` (``upgrade-gate.io/v1alpha1``), in the spirit of Gatekeeper's gator.
+
+A suite names policy files and lists cases; each case is one admission request, run the way the
+kube-apiserver runs admission: the MutatingAdmissionPolicies first, their JSON patch applied, then the
+ValidatingAdmissionPolicies on the patched object. Shape (paths relative to the suite file)::
+
+    apiVersion: upgrade-gate.io/v1alpha1
+    kind: PolicyTest
+    metadata: {name: revision-approvers}
+    spec:
+      policies: [approvers.yaml, params.yaml]     # files or directories (policies, bindings, params)
+      now: "2026-06-01T12:00:00Z"                 # the request time clock.now() returns (default: real time)
+      objects: [...]                              # cluster objects for params and cluster.get/list
+      cases:
+      - name: a member of an approver group may approve
+        operation: UPDATE                         # CREATE (default), UPDATE, DELETE, CONNECT
+        object: {...}                             # or objectFile: path
+        oldObject: {...}                          # or oldObjectFile: path
+        userInfo: {username: alice, groups: [upgrade-approvers]}
+        namespaceObject: {...}                    # the request's Namespace, for namespaced objects
+        resource: clusterextensionrevisions       # default: the kind's lower-case plural
+        objects: [...]                            # more cluster objects for this case only
+        now: ...                                  # overrides the suite's time
+        expect:
+          allowed: true
+          code: 403                               # HTTP status of the denial
+          message: "..."                          # exact, or messageMatches: <regex>
+          warnings: [...]
+          auditAnnotations: {...}                 # every listed key with its exact value
+          patched: {...}                          # the object after the mutating policies
+
+Loading raises ``InputError`` naming the file (and case) for a malformed suite; a policy set that does not
+load fails that suite only (``SuiteResult.error``), the other suites still run.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import re
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+
+from webhook.errors import InputError, UpgradeGateError
+from webhook.manifests import iter_yaml_documents, read_text
+from webhook.policy.cel.libraries.extensions import extension_bindings
+from webhook.policy.decision import Decision
+from webhook.policy.engine import PolicyEngine
+from webhook.policy.loader import load_policy_set
+from webhook.policy.store import InMemoryObjectStore
+
+API_VERSION = "upgrade-gate.io/v1alpha1"
+KIND = "PolicyTest"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+_OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+_DEFAULT_USER = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+_EXPECT_KEYS = frozenset({"allowed", "code", "message", "messageMatches", "warnings", "auditAnnotations", "patched"})
+_UID_NAMESPACE = uuid.UUID("0f4e9a1c-6c55-4d7a-9d55-7b1f2a0c3e11")
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One request and what is expected of it."""
+
+    name: str
+    request: Mapping[str, Any]
+    namespace: Mapping[str, Any] | None
+    objects: tuple[Mapping[str, Any], ...]
+    now: datetime.datetime | None
+    expect: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """A ``PolicyTest`` document: its file, policy paths, shared objects, time and cases."""
+
+    name: str
+    file: Path
+    policies: tuple[Path, ...]
+    objects: tuple[Mapping[str, Any], ...]
+    now: datetime.datetime | None
+    cases: tuple[Case, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """The outcome of one case: ``failures`` lists each unmet expectation as a sentence (empty = passed)."""
+
+    suite: str
+    case: str
+    failures: tuple[str, ...]
+    seconds: float
+    decision: Decision | None = None
+
+    @property
+    def passed(self) -> bool:
+        """True when every expectation held."""
+        return not self.failures
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteResult:
+    """A suite's case results, or the error that kept it from running (``error``)."""
+
+    name: str
+    file: Path
+    cases: tuple[CaseResult, ...] = ()
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """True when the suite ran and every case passed."""
+        return self.error is None and all(case.passed for case in self.cases)
+
+
+@dataclass
+class _Admission:
+    """What the request pipeline produced for one case."""
+
+    mutated: Decision
+    validated: Decision
+    patched: Any = field(default=None)
+
+
+def suite_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The YAML files under ``paths`` (files as given, directories searched), sorted, without duplicates."""
+    found: set[Path] = set()
+    for path in map(Path, paths):
+        if path.is_dir():
+            found.update(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        elif path.exists():
+            found.add(path)
+        else:
+            raise InputError(f"{path}: no such file or directory")
+    return sorted(found)
+
+
+def load_suites(paths: Iterable[str | Path]) -> list[Suite]:
+    """Every ``PolicyTest`` document in ``paths``; other documents are skipped. Raises ``InputError``."""
+    suites: list[Suite] = []
+    for file in suite_files(paths):
+        for document, line in iter_yaml_documents(read_text(file), str(file)):
+            if isinstance(document, Mapping) and document.get("kind") == KIND:
+                suites.append(_suite(document, file, line))
+    return suites
+
+
+def run_suites(suites: Iterable[Suite]) -> Iterator[SuiteResult]:
+    """Run each suite in turn (a generator, so callers can show progress)."""
+    for suite in suites:
+        yield run_suite(suite)
+
+
+def run_suite(suite: Suite) -> SuiteResult:
+    """Load the suite's policies once and run its cases; a policy load error fails the whole suite."""
+    try:
+        policies = load_policy_set(suite.policies)
+    except UpgradeGateError as error:
+        return SuiteResult(suite.name, suite.file, error=str(error))
+    results = []
+    for case in suite.cases:
+        start = time.perf_counter()
+        store = InMemoryObjectStore([*policies.params, *suite.objects, *case.objects])
+        now = case.now or suite.now or datetime.datetime.now(datetime.UTC)
+        engine = PolicyEngine(policies, store, bindings=extension_bindings(store, now))
+        try:
+            admission = admit(engine, case.request, case.namespace)
+        except UpgradeGateError as error:
+            failures: tuple[str, ...] = (f"the request could not be admitted: {error}",)
+            results.append(CaseResult(suite.name, case.name, failures, time.perf_counter() - start))
+            continue
+        failures = tuple(_check(case.expect, admission))
+        elapsed = time.perf_counter() - start
+        results.append(CaseResult(suite.name, case.name, failures, elapsed, admission.validated))
+    return SuiteResult(suite.name, suite.file, tuple(results))
+
+
+def admit(engine: PolicyEngine, request: Mapping[str, Any], namespace: Mapping[str, Any] | None) -> _Admission:
+    """Run ``request`` through mutation, then validation of the patched object, as the apiserver does.
+
+    A denial by a mutating policy ends the request there (the validating policies do not run).
+    """
+    mutated = engine.mutate(request, namespace)
+    if not mutated.allowed:
+        return _Admission(mutated, mutated, request.get("object"))
+    patched = request.get("object")
+    if mutated.patch:
+        patched = jsonpatch.apply_patch(copy.deepcopy(patched), list(mutated.patch))
+    validated = engine.validate({**request, "object": patched}, namespace)
+    return _Admission(mutated, validated, patched)
+
+
+def _check(expect: Mapping[str, Any], admission: _Admission) -> Iterator[str]:
+    decision = admission.validated
+    if "allowed" in expect and decision.allowed is not expect["allowed"]:
+        detail = f": {decision.message}" if decision.message else ""
+        yield f"expected allowed={expect['allowed']}, got allowed={decision.allowed}{detail}"
+    if "code" in expect and decision.code != expect["code"]:
+        yield f"expected code {expect['code']}, got {decision.code}"
+    if "message" in expect and decision.message != expect["message"]:
+        yield f"expected message {expect['message']!r}, got {decision.message!r}"
+    if "messageMatches" in expect and not re.search(expect["messageMatches"], decision.message):
+        yield f"expected a message matching {expect['messageMatches']!r}, got {decision.message!r}"
+    if "warnings" in expect:
+        warnings = list(admission.mutated.warnings) + list(decision.warnings)
+        if warnings != list(expect["warnings"]):
+            yield f"expected warnings {list(expect['warnings'])!r}, got {warnings!r}"
+    for key, value in (expect.get("auditAnnotations") or {}).items():
+        got = decision.audit_annotations.get(key)
+        if got != value:
+            yield f"expected audit annotation {key}={value!r}, got {got!r}"
+    if "patched" in expect and admission.patched != expect["patched"]:
+        yield f"expected the patched object {expect['patched']!r}, got {admission.patched!r}"
+
+
+# -- reading suites ----------------------------------------------------------------------------------------
+
+
+def _suite(document: Mapping[str, Any], file: Path, line: int) -> Suite:
+    where = f"{file}:{line}"
+    if document.get("apiVersion") != API_VERSION:
+        raise InputError(f"{where}: a PolicyTest needs apiVersion {API_VERSION}")
+    name = _mapping(document.get("metadata"), f"{where}: metadata").get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}: a PolicyTest needs metadata.name")
+    spec = _mapping(document.get("spec"), f"{where}: spec")
+    policies = spec.get("policies")
+    if not isinstance(policies, list) or not policies or not all(isinstance(p, str) for p in policies):
+        raise InputError(f"{where}: spec.policies must list the policy files, relative to the suite")
+    cases = spec.get("cases")
+    if not isinstance(cases, list) or not cases:
+        raise InputError(f"{where}: spec.cases must list at least one case")
+    return Suite(
+        name=name,
+        file=file,
+        policies=tuple(file.parent / p for p in policies),
+        objects=_objects(spec.get("objects"), f"{where}: spec.objects"),
+        now=_time(spec.get("now"), f"{where}: spec.now"),
+        cases=tuple(_case(raw, index, name, file, where) for index, raw in enumerate(cases)),
+    )
+
+
+def _case(raw: object, index: int, suite: str, file: Path, where: str) -> Case:
+    at = f"{where}: spec.cases[{index}]"
+    case = _mapping(raw, at)
+    name = case.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{at} needs a name")
+    at = f"{where}: case {name!r}"
+    operation = case.get("operation", "CREATE")
+    if operation not in OPERATIONS:
+        raise InputError(f"{at}: operation must be one of {', '.join(OPERATIONS)}, not {operation!r}")
+    obj = _object(case, "object", file, at)
+    old = _object(case, "oldObject", file, at)
+    subject = obj if obj is not None else old
+    if subject is None:
+        raise InputError(f"{at}: needs an object or an oldObject")
+    expect = _mapping(case.get("expect"), f"{at}: expect")
+    unknown = sorted(set(expect) - _EXPECT_KEYS)
+    if unknown:
+        raise InputError(f"{at}: unknown expectation(s) {', '.join(unknown)}; known: {', '.join(sorted(_EXPECT_KEYS))}")
+    user = _mapping(case.get("userInfo", _DEFAULT_USER), f"{at}: userInfo")
+    request = _request(subject, at, resource=case.get("resource"))
+    request.update(operation=operation, userInfo=dict(user), object=obj, oldObject=old)
+    if operation in _OPTIONS:
+        request["options"] = {"apiVersion": "meta.k8s.io/v1", "kind": _OPTIONS[operation]}
+    request["uid"] = str(uuid.uuid5(_UID_NAMESPACE, f"{suite}/{index}"))
+    request["dryRun"] = bool(case.get("dryRun", False))
+    namespace = case.get("namespaceObject")
+    return Case(
+        name=name,
+        request=request,
+        namespace=_mapping(namespace, f"{at}: namespaceObject") if namespace is not None else None,
+        objects=_objects(case.get("objects"), f"{at}: objects"),
+        now=_time(case.get("now"), f"{at}: now"),
+        expect=expect,
+    )
+
+
+def _request(subject: Mapping[str, Any], at: str, *, resource: object) -> dict[str, Any]:
+    """The kind, resource, name and namespace of the AdmissionRequest the kube-apiserver sends for ``subject``."""
+    api_version, kind = subject.get("apiVersion"), subject.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        raise InputError(f"{at}: the object needs apiVersion and kind")
+    group, _, version = api_version.rpartition("/")
+    plural = resource if isinstance(resource, str) else plural_of(kind)
+    metadata = subject.get("metadata") or {}
+    gvk = {"group": group, "version": version, "kind": kind}
+    gvr = {"group": group, "version": version, "resource": plural}
+    request: dict[str, Any] = {
+        "kind": gvk,
+        "resource": gvr,
+        "requestKind": gvk,
+        "requestResource": gvr,
+        "name": metadata.get("name", ""),
+    }
+    if metadata.get("namespace"):
+        request["namespace"] = metadata["namespace"]
+    return request
+
+
+def plural_of(kind: str) -> str:
+    """The resource name Kubernetes gives a kind by default: lower case, plural (``Policy`` → ``policies``)."""
+    lower = kind.lower()
+    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return lower[:-1] + "ies"
+    if lower.endswith(("s", "x", "z", "ch", "sh")):
+        return lower + "es"
+    return lower + "s"
+
+
+def _object(case: Mapping[str, Any], key: str, file: Path, at: str) -> Mapping[str, Any] | None:
+    inline, reference = case.get(key), case.get(f"{key}File")
+    if inline is not None and reference is not None:
+        raise InputError(f"{at}: give {key} or {key}File, not both")
+    if reference is None:
+        return _mapping(inline, f"{at}: {key}") if inline is not None else None
+    path = file.parent / str(reference)
+    documents = [doc for doc, _ in iter_yaml_documents(read_text(path), str(path))]
+    if len(documents) != 1:
+        raise InputError(f"{path}: {key}File must hold exactly one object")
+    return _mapping(documents[0], f"{path}")
+
+
+def _objects(raw: object, at: str) -> tuple[Mapping[str, Any], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError(f"{at} must be a list of objects")
+    return tuple(_mapping(item, f"{at}[{index}]") for index, item in enumerate(raw))
+
+
+def _mapping(raw: object, at: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{at} must be a mapping")
+    return raw
+
+
+def _time(raw: object, at: str) -> datetime.datetime | None:
+    if raw is None:
+        return None
+    if isinstance(raw, datetime.datetime):  # YAML reads unquoted timestamps itself
+        return raw if raw.tzinfo else raw.replace(tzinfo=datetime.UTC)
+    try:
+        parsed = datetime.datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{at} must be an RFC 3339 time, e.g. 2026-06-01T12:00:00Z") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
