@@ -8,7 +8,7 @@ that the kube-apiserver does not have (a policy using one is not portable to in-
 
 from __future__ import annotations
 
-from webhook.policy.cel.libraries import extensions, lists, regex, semver, sets, strings
+from webhook.policy.cel.libraries import extensions, lists, quantity, regex, semver, sets, strings
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
 LIBRARY: tuple[Overload, ...] = (
@@ -17,6 +17,7 @@ LIBRARY: tuple[Overload, ...] = (
     *sets.OVERLOADS,
     *regex.OVERLOADS,
     *semver.OVERLOADS,
+    *quantity.OVERLOADS,
     *extensions.OVERLOADS,
 )
 
