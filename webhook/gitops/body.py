@@ -1,0 +1,54 @@
+"""Pull request bodies (Markdown): what a change proposes, how the upgrade is reached, whether the policies
+would admit approving it. Pure and deterministic: the same change and verdict give the same text, so an
+unchanged proposal never edits its pull request."""
+
+from __future__ import annotations
+
+from webhook.gitops.proposals import CATALOG_IMAGE, REMOVE, Change
+
+MARKER = "<!-- upgrade-gate -->"
+
+
+def render_body(change: Change, verdict: str | None) -> str:
+    """The body of ``change``'s pull request; ``verdict`` is the policy check's sentence (``None``: no check
+    configured, and the line is left out)."""
+    lines = [_summary(change), ""]
+    facts = change.facts
+    if facts is not None:
+        edge = facts.edge
+        rows = [
+            ("Package", facts.package),
+            ("From", f"{facts.installed_bundle} ({facts.installed_version})"),
+            ("To", f"{facts.bundle} ({facts.version})"),
+            ("Upgrade edge", f"{edge.kind}: {edge.describe()}"),
+            ("Channel", edge.channel or "-"),
+            ("Catalog", facts.catalog),
+            ("Available since", facts.available_since),
+        ]
+        if verdict is not None:
+            rows.append(("Policies", verdict))
+        lines += ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows), ""]
+        if change.revision is not None:
+            lines.append(
+                f"To approve, set `spec.approved: true` in the ClusterExtensionRevision `{change.revision.name}` "
+                "on this branch. A commit by anyone but upgrade-gate freezes the branch: it is not rebased or "
+                "updated any more."
+            )
+            lines.append("")
+    lines += ["Files:", *(f"- `{f.path}` ({'deleted' if f.content is None else 'written'})" for f in change.files)]
+    lines += ["", MARKER]
+    return "\n".join(lines) + "\n"
+
+
+def _summary(change: Change) -> str:
+    if change.kind == REMOVE:
+        return f"upgrade-gate removes the ClusterExtensionRevision of **{change.subject}**: {change.reason}"
+    if change.kind == CATALOG_IMAGE:
+        moves = f"from `{change.from_version}` to `{change.to_version}`"
+        return f"upgrade-gate switches **{change.subject}** {moves}. {change.reason}"
+    moves = f"from {change.from_version} to {change.to_version}"
+    return f"upgrade-gate proposes upgrading **{change.subject}** {moves}. {change.reason}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

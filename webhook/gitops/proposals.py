@@ -1,0 +1,243 @@
+"""The pure core of the sync loop: from upgrade checks and the repository's files to a plan. No I/O.
+
+Seed 000's revision lifecycle, applied to Git (one ClusterExtensionRevision per ClusterExtension):
+
+* **propose** — an upgrade is due and no revision exists: write ``<revisions>/<ext>-<version>.yaml`` with
+  ``approved: false`` and ``availableSince`` now;
+* **update** — an upgrade to another version is due while a revision (in the base branch, or proposed on the
+  branch) names an older one: replace it; new version, new ``availableSince``, ``approved`` reset to false;
+* **remove** — a revision exists in the base branch but none is due: the upgrade completed (installed version
+  reached), the version is pinned, the installed bundle is the newest, nothing is in range, nothing is
+  installed, or the ClusterExtension is gone from the repository;
+* otherwise nothing changes. A revision for the due version already in the base branch is left exactly as it
+  is (it may be approved); ``availableSince`` of a proposal already on its branch is kept, so a second run
+  writes the same bytes. The ClusterExtension (and its version constraint) is never written.
+
+Every change goes on branch ``<branchPrefix><extension>`` as one commit on the base branch. Whether that branch
+must be pushed, kept, left alone (a human committed to it) or withdrawn is ``branch_action``'s decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from webhook.gitops.manifests import ExtensionEntry, RevisionFile, render_revision, revision_path
+from webhook.resolve.revision import RevisionProposal, UpgradeCheck, is_pinned
+from webhook.resolve.successors import Edge
+
+PROPOSE = "propose"
+UPDATE = "update"
+REMOVE = "remove"
+CATALOG_IMAGE = "catalog-image"
+NOTHING_IN_RANGE = "no bundles found for package"
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One file of a change: its repository-relative path and new text (``None`` = delete)."""
+
+    path: str
+    content: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradeFacts:
+    """What a pull request body says about an upgrade: from, to, how, where from, since when."""
+
+    package: str
+    installed_bundle: str
+    installed_version: str
+    bundle: str
+    version: str
+    catalog: str
+    edge: Edge
+    available_since: str
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A change to propose on one branch.
+
+    ``subject`` is the extension name (or ``clustercatalog/<name>`` for a catalog image), ``kind`` one of
+    propose/update/remove/catalog-image, ``files`` sorted by path, ``reason`` one sentence (why a removal,
+    how an upgrade is reached), ``facts`` the upgrade's facts for propose/update.
+    """
+
+    subject: str
+    kind: str
+    branch: str
+    title: str
+    files: tuple[FileChange, ...]
+    from_version: str | None
+    to_version: str | None
+    reason: str
+    facts: UpgradeFacts | None = None
+    revision: RevisionProposal | None = None
+
+    @property
+    def commit_message(self) -> str:
+        """The commit message: the title, a blank line, the reason (deterministic)."""
+        return f"{self.title}\n\n{self.reason}\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A subject with nothing to propose this cycle: ``action`` unchanged or skipped, and why."""
+
+    subject: str
+    action: str
+    reason: str
+    file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BranchState:
+    """A proposal branch on the remote: its head, the authors of commits not by the bot (since the base
+    branch), and the bot's change (``None`` unless the branch is exactly one bot commit)."""
+
+    head: str
+    foreign_authors: tuple[str, ...]
+    changes: tuple[FileChange, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanContext:
+    """What planning needs besides the checks: revisions directory, branch prefix, and now (RFC 3339)."""
+
+    revisions: str
+    branch_prefix: str
+    now: str
+
+
+def plan_extension(
+    entry: ExtensionEntry,
+    check: UpgradeCheck,
+    base: Sequence[RevisionFile],
+    branch: Sequence[RevisionFile],
+    context: PlanContext,
+) -> Change | Outcome:
+    """Seed 000's decision for one extension.
+
+    ``base`` are its revisions in the base branch, ``branch`` those its proposal branch writes (to keep
+    ``availableSince``). A resolution error other than "nothing in range" changes nothing (skipped).
+    """
+    extension = entry.extension
+    if check.error is not None and NOTHING_IN_RANGE not in check.error:
+        return Outcome(extension.name, "skipped", f"resolution failed: {check.error}", entry.file)
+    proposal = check.revision
+    if proposal is None:
+        if not base:
+            return Outcome(extension.name, "unchanged", _why_none(check))
+        installed = extension.installed
+        reason = _why_none(check)
+        if installed is not None and any(r.version == installed.version for r in base):
+            reason = f"the upgrade to {installed.version} has completed"
+        return _removal(extension.name, base, reason, context)
+    if any(r.version == proposal.version for r in base) and len(base) == 1:
+        return Outcome(extension.name, "unchanged", f"revision {base[0].name} is in the base branch")
+    resolution = check.resolution
+    installed = extension.installed
+    assert resolution is not None and installed is not None  # a revision is only due for an upgrade
+    since = next((r.available_since for r in (*branch, *base) if r.version == proposal.version), context.now)
+    path = revision_path(context.revisions, proposal.name)
+    files = [FileChange(r.file, None) for r in base if r.file != path]
+    files.append(FileChange(path, render_revision(proposal, since)))
+    older = [r.version for r in (*base, *branch) if r.version != proposal.version]
+    facts = UpgradeFacts(
+        package=extension.source.package,
+        installed_bundle=installed.name,
+        installed_version=installed.version,
+        bundle=proposal.bundle_name,
+        version=proposal.version,
+        catalog=resolution.catalog,
+        edge=resolution.edge,
+        available_since=since,
+    )
+    return Change(
+        subject=extension.name,
+        kind=UPDATE if older else PROPOSE,
+        branch=branch_name(context.branch_prefix, extension.name),
+        title=f"Upgrade {extension.name} to {proposal.version}",
+        files=tuple(sorted(files, key=lambda f: f.path)),
+        from_version=installed.version,
+        to_version=proposal.version,
+        reason=_upgrade_reason(resolution.edge, older),
+        facts=facts,
+        revision=proposal,
+    )
+
+
+def plan_orphans(orphans: Sequence[RevisionFile], context: PlanContext) -> list[Change]:
+    """Removals of revisions whose ClusterExtension is no longer in the repository (seed 000: extension
+    deleted, its revisions are cleaned up), one change per extension."""
+    per_extension: dict[str, list[RevisionFile]] = {}
+    for revision in orphans:
+        per_extension.setdefault(revision.extension, []).append(revision)
+    return [
+        _removal(name, revisions, f"ClusterExtension {name} is not in the repository any more", context)
+        for name, revisions in sorted(per_extension.items())
+    ]
+
+
+def branch_name(prefix: str, subject: str) -> str:
+    """The one branch of a subject: ``<prefix><subject>``."""
+    return f"{prefix}{subject}"
+
+
+PUSH = "push"
+KEEP = "keep"
+HUMAN = "human"
+WITHDRAW = "withdraw"
+NONE = "none"
+
+
+def branch_action(change: Change | None, branch: BranchState | None) -> str:
+    """What to do with a subject's branch.
+
+    ``human`` when anyone but the bot committed to it (it is left alone, as Renovate does); otherwise
+    ``keep`` when it already carries exactly this change, ``push`` when it must be (re)written as one commit
+    on the current base, ``withdraw`` when nothing is to be proposed but a bot branch still proposes
+    something, ``none`` when there is neither a change nor a branch.
+    """
+    if branch is not None and branch.foreign_authors:
+        return HUMAN
+    if change is None:
+        return WITHDRAW if branch is not None else NONE
+    if branch is not None and branch.changes == change.files:
+        return KEEP
+    return PUSH
+
+
+def _removal(subject: str, revisions: Sequence[RevisionFile], reason: str, context: PlanContext) -> Change:
+    names = ", ".join(r.name for r in revisions)
+    return Change(
+        subject=subject,
+        kind=REMOVE,
+        branch=branch_name(context.branch_prefix, subject),
+        title=f"Remove ClusterExtensionRevision {names}",
+        files=tuple(FileChange(r.file, None) for r in sorted(revisions, key=lambda r: r.file)),
+        from_version=", ".join(r.version for r in revisions),
+        to_version=None,
+        reason=reason,
+    )
+
+
+def _why_none(check: UpgradeCheck) -> str:
+    extension = check.extension
+    installed = extension.installed
+    if installed is None:
+        return "nothing is installed (initial installs need no approval)"
+    constraint = extension.source.version
+    if constraint and is_pinned(constraint, installed.version):
+        return f"version pinned to {constraint} (no revision for a pinned version)"
+    if check.error is not None:
+        return f"no upgrade in range: {check.error}"
+    return f"the installed version {installed.version} is the newest candidate"
+
+
+def _upgrade_reason(edge: Edge, older: Sequence[str]) -> str:
+    how = edge.describe()
+    if not older:
+        return f"Upgrade available: {how}."
+    return f"Newer upgrade available: {how}; replaces the proposal for {', '.join(sorted(set(older)))}."

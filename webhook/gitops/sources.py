@@ -1,0 +1,83 @@
+"""The sync loop's inputs besides the repository's files: catalogs, installed versions, the cluster.
+
+Catalogs come from ``upgrade-gate.yaml``'s ``catalogs`` (FBC paths, catalogd URLs, or ClusterCatalog
+manifests whose content is served at ``content`` with ``{name}`` replaced). A catalog that cannot be loaded
+aborts the cycle (``CatalogError``): resolving without it could remove proposals it still justifies.
+Installed versions come from the manifests' ``status.install.bundle`` or from the cluster (``ClusterView``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from webhook.catalog import Catalog, catalog_from_cluster_catalog, load_catalog
+from webhook.errors import ManifestError
+from webhook.gitops.config import CatalogConfig
+from webhook.gitops.manifests import Document, ExtensionEntry, Problem, matching_files, read_documents
+from webhook.resolve.extension import InstalledBundle
+
+
+class ClusterView(Protocol):
+    """What the sync loop reads from a cluster (``webhook.kube.cluster.Cluster`` implements it)."""
+
+    def installed_bundles(self) -> Mapping[str, tuple[str, str]]:
+        """``{ClusterExtension name: (bundle name, bundle version)}`` from ``status.install.bundle``."""
+
+    def server_version(self) -> str:
+        """The API server's ``/version`` ``gitVersion`` (``v1.31.2+k3s1``)."""
+
+    def get_object(self, api_version: str, kind: str, name: str, namespace: str) -> Mapping[str, Any] | None:
+        """One object by group/version, kind, name and namespace (empty: cluster-scoped); ``None`` if absent."""
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogs:
+    """The loaded catalogs, the ClusterCatalog manifests read (for image templates), and the problems."""
+
+    catalogs: tuple[Catalog, ...]
+    manifests: tuple[Document, ...]
+    problems: tuple[Problem, ...]
+
+
+def load_catalogs(root: Path, sources: Sequence[CatalogConfig], *, timeout_s: float = 30.0) -> Catalogs:
+    """Load every configured catalog; an invalid ClusterCatalog manifest is a problem, not an abort.
+
+    Raises ``CatalogError`` when a catalog's content cannot be read.
+    """
+    catalogs: list[Catalog] = []
+    manifests: list[Document] = []
+    problems: list[Problem] = []
+    for source in sources:
+        if source.kind == "url":
+            catalogs.append(load_catalog(source.location, timeout=timeout_s))
+            continue
+        if source.kind == "path":
+            catalogs.append(load_catalog(root / source.location, timeout=timeout_s))
+            continue
+        found = read_documents(root, matching_files(root, [source.location]), "ClusterCatalog")
+        problems.extend(found.problems)
+        for doc in found.documents:
+            try:
+                meta = catalog_from_cluster_catalog(doc.manifest, f"{doc.file}:{doc.line}")
+            except ManifestError as error:
+                problems.append(Problem(doc.file, doc.line, str(error).removeprefix(f"{doc.file}:{doc.line}: ")))
+                continue
+            manifests.append(doc)
+            where = source.content.replace("{name}", meta.name)
+            content = load_catalog(where if "://" in where else root / where, timeout=timeout_s)
+            catalogs.append(replace(meta, blobs=content.blobs, unattributed=content.unattributed))
+    return Catalogs(tuple(catalogs), tuple(manifests), tuple(problems))
+
+
+def with_installed(entries: Sequence[ExtensionEntry], installed: Mapping[str, tuple[str, str]]) -> list[ExtensionEntry]:
+    """``entries`` with the installed bundle taken from ``installed`` (the cluster); an extension the cluster
+    does not report as installed has none (seed 000: no revision before the first install)."""
+    result = []
+    for entry in entries:
+        bundle = installed.get(entry.extension.name)
+        extension = replace(entry.extension, installed=InstalledBundle(*bundle) if bundle else None)
+        result.append(replace(entry, extension=extension))
+    return result

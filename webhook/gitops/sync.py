@@ -1,0 +1,400 @@
+"""One cycle of ``upgrade-gate sync``: fetch, read, resolve, plan, commit, push, open pull requests, report.
+
+A cycle, in order (``run_cycle``):
+
+1. lock the working clone (a second run on the same ``workdir`` fails at once instead of racing);
+2. fetch the remote and check out the base branch (``baseBranch`` of ``upgrade-gate.yaml``, read first from
+   the remote's default branch); list the forge's open pull requests, so an unreachable remote or forge fails
+   the cycle before anything is written;
+3. load the catalogs once, learn installed versions (manifests' status or the cluster), and plan every
+   extension (``webhook.gitops.proposals``) and every templated ClusterCatalog (``webhook.gitops.templates``);
+4. per branch: leave it alone if a human committed to it; skip a change whose pull request (same branch,
+   same title) was closed without merging; keep a branch that already carries the change; otherwise commit
+   the change as one commit on the base branch and push every branch at once, each with a lease;
+5. push rejections (someone pushed in between) are retried from a freshly fetched base, up to
+   ``max_push_attempts`` times in all, then reported as failed; the base branch is never pushed;
+6. open or update one pull request per pushed or kept branch, withdraw (delete) bot branches whose proposal
+   became obsolete (closing their pull request).
+
+A second cycle with nothing new makes no commit, no push and no forge write. ``GitError`` (remote or forge
+unreachable), ``CatalogError`` and ``InputError`` (``upgrade-gate.yaml``) abort the cycle; a bad manifest
+only skips itself, with its file and reason in the report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from webhook.errors import GitError, InputError, ManifestError
+from webhook.gitops.body import render_body
+from webhook.gitops.config import SyncConfig, load_config
+from webhook.gitops.forge import Forge, PullRequest, make_forge
+from webhook.gitops.manifests import (
+    REVISION_KIND,
+    RevisionFile,
+    parse_revision,
+    read_extensions,
+    read_revisions,
+    rfc3339,
+)
+from webhook.gitops.proposals import (
+    CATALOG_IMAGE,
+    HUMAN,
+    NONE,
+    PROPOSE,
+    PUSH,
+    REMOVE,
+    UPDATE,
+    WITHDRAW,
+    BranchState,
+    Change,
+    Outcome,
+    PlanContext,
+    branch_action,
+    branch_name,
+    plan_extension,
+    plan_orphans,
+)
+from webhook.gitops.repo import Credentials, Identity, NewCommit, RefUpdate, Repo
+from webhook.gitops.sources import Catalogs, ClusterView, load_catalogs, with_installed
+from webhook.gitops.templates import plan_catalog_image
+from webhook.manifests import iter_yaml_documents, read_text
+from webhook.resolve.revision import check_extension
+
+ACTIONS = ("proposed", "updated", "removed", "withdrawn", "skipped", "failed", "unchanged")
+_DONE = {PROPOSE: "proposed", UPDATE: "updated", REMOVE: "removed", CATALOG_IMAGE: "proposed"}
+
+Progress = Callable[[str, int, int], None]
+Verdict = Callable[[Change], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One line of the report: a subject (extension, ``clustercatalog/<name>`` or a file), what happened
+    (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some."""
+
+    subject: str
+    action: str
+    reason: str
+    branch: str | None = None
+    from_version: str | None = None
+    to_version: str | None = None
+    file: str | None = None
+    pull_request: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a cycle did: the base branch and commit it read, every entry (sorted by subject), and the seconds
+    spent per phase (``fetch``, ``read``, ``catalogs``, ``resolve``, ``git``, ``forge``)."""
+
+    base: str
+    commit: str
+    entries: tuple[Entry, ...]
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def count(self, action: str) -> int:
+        """How many entries have ``action``."""
+        return sum(1 for e in self.entries if e.action == action)
+
+    @property
+    def failed(self) -> bool:
+        """True when some change could not be pushed."""
+        return self.count("failed") > 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data (``-o json``)."""
+        return {
+            "base": self.base,
+            "commit": self.commit,
+            "counts": {a: self.count(a) for a in ACTIONS},
+            "entries": [asdict(e) for e in self.entries],
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOptions:
+    """Everything a cycle needs besides the repository's own ``upgrade-gate.yaml``.
+
+    ``repo`` is a Git URL or local path; ``workdir`` the sync loop's working clone (created on first use);
+    ``cluster`` is required for ``installed: cluster`` and GVK image templates; ``verdict`` (the policy
+    check) gives the pull request body's "Policies" line; ``clock`` returns the current UTC time.
+    """
+
+    repo: str
+    workdir: Path
+    credentials: Credentials = field(default_factory=Credentials)
+    forge_token: str = ""
+    cluster: ClusterView | None = None
+    verdict: Callable[[SyncConfig, Path], Verdict | None] | None = None
+    max_push_attempts: int = 3
+    progress: Progress | None = None
+    clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
+
+
+def run_cycle(options: SyncOptions) -> Report:
+    """Run one cycle (see the module docstring); raises ``GitError``, ``CatalogError`` or ``InputError``."""
+    with workdir_lock(options.workdir):
+        return _Cycle(options).run()
+
+
+@contextlib.contextmanager
+def workdir_lock(workdir: Path) -> Iterator[None]:
+    """Hold ``<workdir>.lock`` (``flock``, exclusive, not waiting); raises ``GitError`` if another run holds it."""
+    path = workdir.with_name(workdir.name + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise GitError(f"{workdir}: another upgrade-gate sync is running (lock {path})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class _Inputs:
+    config: SyncConfig
+    catalogs: Catalogs
+    installed: Mapping[str, tuple[str, str]] | None
+    kube_version: str | None
+    verdict: Verdict | None
+
+
+class _Cycle:
+    def __init__(self, options: SyncOptions) -> None:
+        self.options = options
+        self.now = options.clock()
+        self.timings: dict[str, float] = {}
+        self.entries: dict[str, Entry] = {}
+        self.forge: Forge | None = None
+        self.open_pulls: dict[str, PullRequest] = {}
+
+    @contextlib.contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - start
+
+    def run(self) -> Report:
+        options = self.options
+        with self.timed("fetch"):
+            repo = Repo.open(options.repo, options.workdir, options.credentials)
+            repo.fetch()
+            base_sha = repo.checkout(repo.default_branch())
+            config = load_config(repo.path)
+            base_sha = repo.checkout(config.base_branch)
+            config = load_config(repo.path)
+        self.forge = make_forge(config.forge, options.forge_token)
+        with self.timed("forge"):
+            self.open_pulls = self.forge.open_pull_requests(config.base_branch) if self.forge else {}
+        inputs = self._inputs(repo.path, config)
+        scope: set[str] | None = None
+        for attempt in range(1, options.max_push_attempts + 1):
+            if attempt > 1:
+                with self.timed("fetch"):
+                    repo.fetch()
+                    base_sha = repo.checkout(config.base_branch)
+            rejected = self._attempt(repo, base_sha, inputs, scope)
+            if not rejected:
+                break
+            scope = set(rejected)
+            if attempt == options.max_push_attempts:
+                for subject, (branch, why) in rejected.items():
+                    reason = f"push rejected {attempt} times, last: {why}"
+                    self.entries[subject] = Entry(subject, "failed", reason, branch)
+        entries = tuple(self.entries[s] for s in sorted(self.entries))
+        return Report(config.base_branch, base_sha, entries, dict(self.timings))
+
+    def _inputs(self, root: Path, config: SyncConfig) -> _Inputs:
+        cluster = self.options.cluster
+        if config.installed == "cluster" and cluster is None:
+            raise InputError("upgrade-gate.yaml: installed: cluster needs a cluster (in-cluster or a kubeconfig)")
+        with self.timed("catalogs"):
+            catalogs = load_catalogs(root, config.catalogs)
+            installed = cluster.installed_bundles() if cluster is not None and config.installed == "cluster" else None
+            kube_version = config.kube_version or (cluster.server_version() if cluster is not None else None)
+        for problem in catalogs.problems:
+            self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
+        factory = self.options.verdict
+        verdict = factory(config, root) if factory is not None and config.policy_check is not None else None
+        return _Inputs(config, catalogs, installed, kube_version, verdict)
+
+    def _attempt(
+        self,
+        repo: Repo,
+        base_sha: str,
+        inputs: _Inputs,
+        scope: set[str] | None,
+    ) -> dict[str, tuple[str, str]]:
+        config = inputs.config
+        bot = Identity(config.author_name, config.author_email)
+        with self.timed("git"):
+            heads = repo.remote_branches(config.branch_prefix)
+            states = repo.branch_states(base_sha, heads, bot)
+        plan = self._plan(repo.path, inputs, states, scope)
+        commits: list[NewCommit] = []
+        updates: list[RefUpdate] = []
+        pending: dict[str, tuple[str, Change | Outcome, str]] = {}
+        for subject, item in sorted(plan.items()):
+            change = item if isinstance(item, Change) else None
+            if isinstance(item, Outcome) and item.action == "skipped":
+                self.entries[subject] = Entry(subject, "skipped", item.reason, file=item.file)
+                continue
+            branch = change.branch if change else branch_name(config.branch_prefix, subject)
+            state = states.get(branch)
+            action = branch_action(change, state)
+            if action == HUMAN and state is not None:
+                why = f"branch {branch} has commits by {', '.join(state.foreign_authors)}: left alone"
+                self.entries[subject] = Entry(subject, "skipped", why, branch)
+            elif action == NONE:
+                self.entries[subject] = Entry(subject, "unchanged", item.reason if isinstance(item, Outcome) else "")
+            elif action == WITHDRAW and state is not None:
+                updates.append(RefUpdate(branch, None, state.head))
+                pending[branch] = (subject, item, action)
+            elif change is not None:
+                declined = self._declined(change, config.base_branch)
+                if declined is not None:
+                    self.entries[subject] = Entry(
+                        subject, "skipped", declined, branch, change.from_version, change.to_version
+                    )
+                    continue
+                if action == PUSH:
+                    commits.append(NewCommit(branch, base_sha, change.commit_message, change.files))
+                pending[branch] = (subject, change, action)
+        with self.timed("git"):
+            shas = repo.commit(commits, bot, self.now)
+            updates += [RefUpdate(b, sha, states[b].head if b in states else None) for b, sha in shas.items()]
+            result = repo.push(updates, config.branch_prefix, config.base_branch)
+        for branch, (subject, item, action) in sorted(pending.items()):
+            if branch not in result.rejected:
+                self._done(inputs, subject, item, action, branch)
+        return {pending[b][0]: (b, why) for b, why in result.rejected.items()}
+
+    def _plan(
+        self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
+    ) -> dict[str, Change | Outcome]:
+        config = inputs.config
+        context = PlanContext(config.revisions, config.branch_prefix, rfc3339(self.now))
+        with self.timed("read"):
+            extensions, problems = read_extensions(root, config.extensions)
+            revisions, revision_problems = read_revisions(root, config.revisions)
+        if inputs.installed is not None:
+            extensions = with_installed(extensions, inputs.installed)
+        for problem in (*problems, *revision_problems):
+            if scope is None:
+                self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
+        per_extension: dict[str, list[RevisionFile]] = {}
+        for revision in revisions:
+            per_extension.setdefault(revision.extension, []).append(revision)
+        plan: dict[str, Change | Outcome] = {}
+        wanted = [e for e in extensions if scope is None or e.extension.name in scope]
+        catalogs = inputs.catalogs.catalogs
+        with self.timed("resolve"):
+            for index, entry in enumerate(wanted, start=1):
+                name = entry.extension.name
+                state = states.get(branch_name(config.branch_prefix, name))
+                check = check_extension(entry.extension, catalogs)
+                plan[name] = plan_extension(
+                    entry, check, per_extension.get(name, []), _branch_revisions(state), context
+                )
+                if self.options.progress is not None:
+                    self.options.progress(name, index, len(wanted))
+        known = {e.extension.name for e in extensions}
+        orphans = [r for r in revisions if r.extension not in known and (scope is None or r.extension in scope)]
+        if problems and orphans:
+            for name in sorted({r.extension for r in orphans}):
+                plan[name] = Outcome(name, "skipped", "not removed while ClusterExtension manifests have errors")
+        else:
+            plan.update((c.subject, c) for c in plan_orphans(orphans, context))
+        plan.update(self._templates(root, inputs, scope))
+        return plan
+
+    def _templates(self, root: Path, inputs: _Inputs, scope: set[str] | None) -> dict[str, Change | Outcome]:
+        cluster = self.options.cluster
+        lookup = cluster.get_object if cluster is not None else None
+        found: dict[str, Change | Outcome] = {}
+        for doc in inputs.catalogs.manifests:
+            text = read_text(root / doc.file)
+            item = plan_catalog_image(doc, text, inputs.kube_version, lookup, inputs.config.branch_prefix)
+            if item is not None and (scope is None or item.subject in scope):
+                found[item.subject] = item
+        return found
+
+    def _declined(self, change: Change, base: str) -> str | None:
+        forge = self.forge
+        if forge is None or change.branch in self.open_pulls:
+            return None
+        with self.timed("forge"):
+            closed = [p for p in forge.closed_pull_requests(change.branch, base) if p.title == change.title]
+        if not closed:
+            return None
+        return f"pull request #{closed[-1].number} ({change.title}) was closed without merging: not proposed again"
+
+    def _done(
+        self,
+        inputs: _Inputs,
+        subject: str,
+        item: Change | Outcome,
+        action: str,
+        branch: str,
+    ) -> None:
+        forge = self.forge
+        pull = self.open_pulls.get(branch)
+        if isinstance(item, Outcome):
+            if forge is not None and pull is not None:
+                with self.timed("forge"):
+                    forge.close_pull_request(pull)
+            why = f"nothing to propose any more ({item.reason}): branch {branch} deleted"
+            self.entries[subject] = Entry(subject, "withdrawn", why, branch, pull_request=pull.url if pull else None)
+            return
+        url = None
+        if forge is not None:
+            with self.timed("forge"):
+                pull = self._ensure_pull(forge, pull, item, inputs)
+            self.open_pulls[branch] = pull
+            url = pull.url
+        done = _DONE[item.kind] if action == PUSH else "unchanged"
+        reason = item.reason if action == PUSH else f"branch {branch} already proposes this"
+        self.entries[subject] = Entry(
+            subject, done, reason, branch, item.from_version, item.to_version, pull_request=url
+        )
+
+    def _ensure_pull(self, forge: Forge, pull: PullRequest | None, change: Change, inputs: _Inputs) -> PullRequest:
+        body = render_body(change, inputs.verdict(change) if inputs.verdict is not None else None)
+        config = inputs.config
+        if pull is None:
+            labels, reviewers = config.forge.labels, config.forge.reviewers
+            return forge.create_pull_request(
+                change.branch, config.base_branch, change.title, body, labels=labels, reviewers=reviewers
+            )
+        if pull.title != change.title or pull.body != body:
+            return forge.update_pull_request(pull, change.title, body)
+        return pull
+
+
+def _branch_revisions(state: BranchState | None) -> list[RevisionFile]:
+    """The revisions a bot branch writes (to keep their ``availableSince``); unreadable ones are ignored."""
+    if state is None or state.changes is None:
+        return []
+    found = []
+    for change in state.changes:
+        if change.content is None:
+            continue
+        with contextlib.suppress(ManifestError):
+            for document, _ in iter_yaml_documents(change.content, change.path):
+                if isinstance(document, dict) and document.get("kind") == REVISION_KIND:
+                    found.append(parse_revision(change.path, document))
+    return found
