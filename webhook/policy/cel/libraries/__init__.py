@@ -8,7 +8,7 @@ that the kube-apiserver does not have (a policy using one is not portable to in-
 
 from __future__ import annotations
 
-from webhook.policy.cel.libraries import extensions, lists, quantity, regex, semver, sets, strings
+from webhook.policy.cel.libraries import extensions, lists, net, quantity, regex, semver, sets, strings
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
 LIBRARY: tuple[Overload, ...] = (
@@ -18,10 +18,17 @@ LIBRARY: tuple[Overload, ...] = (
     *regex.OVERLOADS,
     *semver.OVERLOADS,
     *quantity.OVERLOADS,
+    *net.OVERLOADS,
     *extensions.OVERLOADS,
 )
 
-NAMESPACES: tuple[Namespace, ...] = (strings.NAMESPACE, lists.NAMESPACE, sets.NAMESPACE, *extensions.UNBOUND)
+NAMESPACES: tuple[Namespace, ...] = (
+    strings.NAMESPACE,
+    lists.NAMESPACE,
+    sets.NAMESPACE,
+    net.NAMESPACE,
+    *extensions.UNBOUND,
+)
 
 EXTENSION_FUNCTIONS: frozenset[str] = frozenset(
     overload.name
