@@ -9,10 +9,8 @@ from __future__ import annotations
 import click
 
 from webhook.cli.cel import cel
-from webhook.cli.certs import certs
 from webhook.cli.policy import policy
 from webhook.cli.resolve import resolve
-from webhook.cli.serve import serve
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -32,5 +30,3 @@ def main() -> None:
 main.add_command(resolve)
 main.add_command(policy)
 main.add_command(cel)
-main.add_command(serve)
-main.add_command(certs)
