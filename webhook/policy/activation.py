@@ -56,36 +56,47 @@ class RequestInputs:
     """One request's matching attributes and CEL values, shared by every policy evaluation of the request.
 
     ``namespace`` is the request's Namespace object as given (``None`` if none or unknown); ``params`` caches
-    param objects converted to CEL, by identity of the stored object.
+    param objects converted to CEL, by identity of the stored object. The request is converted to CEL only
+    when a policy first needs it (``cel``), so a request that no policy matches costs no conversion.
     """
 
     attributes: Attributes
     namespace: Mapping[str, Any] | None
     namespace_name: str
-    cel: dict[str, object]
+    request: Mapping[str, Any]
+    extra: Mapping[str, object]
     params: dict[int, object] = field(default_factory=dict)
+    _cel: dict[str, object] | None = None
 
     @classmethod
     def build(
         cls, request: Mapping[str, Any], namespace: Mapping[str, Any] | None, extra: Mapping[str, object]
     ) -> RequestInputs:
-        """Convert ``request`` (an AdmissionReview ``request`` dict) once. ``extra`` are further activation
-        entries (extension libraries). Raises ``ReviewError`` if an object is not convertible JSON."""
+        """The inputs of ``request`` (an AdmissionReview ``request`` dict); ``extra`` are further activation
+        entries (extension libraries)."""
         kind = request.get("kind") or {}
         is_namespace = kind.get("group", "") == "" and kind.get("version") == "v1" and kind.get("kind") == "Namespace"
         namespace_name = "" if is_namespace else str(request.get("namespace") or "")
-        try:
-            cel = {
-                "object": to_cel(request.get("object")),
-                "oldObject": to_cel(request.get("oldObject")),
-                "request": to_cel({k: request[k] for k in _REQUEST_FIELDS if request.get(k) is not None}),
-                "namespaceObject": to_cel(namespace_object(namespace) if namespace_name else None),
-                "authorizer": None,
-                **extra,
-            }
-        except CelEvaluationError as err:
-            raise ReviewError(f"the request cannot be read as CEL values: {err}") from None
-        return cls(Attributes.from_request(request), namespace, namespace_name, cel)
+        return cls(Attributes.from_request(request), namespace, namespace_name, request, extra)
+
+    @property
+    def cel(self) -> dict[str, object]:
+        """The request's CEL variables, converted on first use. Raises ``ReviewError`` if an object is not
+        convertible JSON (e.g. an integer outside int64)."""
+        if self._cel is None:
+            request, namespace = self.request, self.namespace
+            try:
+                self._cel = {
+                    "object": to_cel(request.get("object")),
+                    "oldObject": to_cel(request.get("oldObject")),
+                    "request": to_cel({k: request[k] for k in _REQUEST_FIELDS if request.get(k) is not None}),
+                    "namespaceObject": to_cel(namespace_object(namespace) if self.namespace_name else None),
+                    "authorizer": None,
+                    **self.extra,
+                }
+            except CelEvaluationError as err:
+                raise ReviewError(f"the request cannot be read as CEL values: {err}") from None
+        return self._cel
 
     def param(self, param: Mapping[str, Any] | None) -> object:
         """``param`` as a CEL value, converted once per request (``None`` stays ``null``)."""
