@@ -8,7 +8,7 @@ that the kube-apiserver does not have (a policy using one is not portable to in-
 
 from __future__ import annotations
 
-from webhook.policy.cel.libraries import extensions, lists, net, quantity, regex, semver, sets, strings
+from webhook.policy.cel.libraries import extensions, lists, net, quantity, regex, semver, sets, strings, urls
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
 LIBRARY: tuple[Overload, ...] = (
@@ -19,6 +19,7 @@ LIBRARY: tuple[Overload, ...] = (
     *semver.OVERLOADS,
     *quantity.OVERLOADS,
     *net.OVERLOADS,
+    *urls.OVERLOADS,
     *extensions.OVERLOADS,
 )
 
