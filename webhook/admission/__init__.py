@@ -1,0 +1,6 @@
+"""The admission webhook: Flask transport over the policy engine, served by gunicorn over TLS.
+
+``review`` (AdmissionReview in/out, no I/O) · ``runtime`` (the policy set served, reloads) · ``stores``
+(object stores composed for lookups) · ``app`` (the Flask application factory and views) · ``metrics`` ·
+``deadline`` · ``tls`` (certificates, reloading TLS contexts) · ``server`` (gunicorn embedding).
+"""

@@ -1,0 +1,94 @@
+"""Prometheus metrics of the webhook, exposed on ``/metrics``.
+
+Names follow the apiserver's admission metrics and Gatekeeper's (``gatekeeper_validation_request_count``,
+``..._duration_seconds``), prefixed ``upgrade_gate_``:
+
+- ``upgrade_gate_admission_requests_total{endpoint, kind, operation, decision}``: answered requests;
+  ``endpoint`` is ``validate``|``mutate``, ``decision`` ``allowed``|``denied``|``refused`` (the webhook itself
+  failed closed: internal error or deadline)|``invalid`` (HTTP 4xx; kind and operation then ``""``).
+- ``upgrade_gate_admission_duration_seconds{endpoint}``: latency histogram, from body read to response.
+- ``upgrade_gate_evaluation_errors_total{endpoint}``: evaluations that raised or ran past the deadline.
+- ``upgrade_gate_fail_closed_total{endpoint, policy}``: requests denied because a ``failurePolicy: Fail``
+  policy errored (rather than because a validation was false).
+- ``upgrade_gate_policy_generation``: generation of the policy set being served (1 = first load).
+- ``upgrade_gate_policy_load_errors_total``: policy set loads that failed (the previous set kept serving).
+- ``upgrade_gate_policy_load_failed``: 1 while the last load failed, else 0.
+
+Under gunicorn every worker is a process: with a multiprocess directory (``prometheus_client`` multiprocess
+mode, which the server enables before importing this module) ``/metrics`` sums all workers' values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
+
+#: Latency buckets in seconds: dense below 25 ms, where a webhook should answer.
+LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class Metrics:
+    """The webhook's metrics, registered in their own ``CollectorRegistry`` (one per application, so tests
+    can build many). ``multiprocess_dir``: the directory gunicorn workers write to; ``None`` when the
+    process is alone (tests, development)."""
+
+    def __init__(self, multiprocess_dir: Path | None = None) -> None:
+        self.multiprocess_dir = multiprocess_dir
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "upgrade_gate_admission_requests",
+            "Admission requests answered, by endpoint, kind, operation and decision.",
+            ["endpoint", "kind", "operation", "decision"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "upgrade_gate_admission_duration_seconds",
+            "Time to answer an admission request, in seconds.",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.evaluation_errors = Counter(
+            "upgrade_gate_evaluation_errors",
+            "Evaluations that raised an internal error or ran past the request deadline.",
+            ["endpoint"],
+            registry=self.registry,
+        )
+        self.fail_closed = Counter(
+            "upgrade_gate_fail_closed",
+            "Requests denied because a failurePolicy Fail policy errored.",
+            ["endpoint", "policy"],
+            registry=self.registry,
+        )
+        self.generation = Gauge(
+            "upgrade_gate_policy_generation",
+            "Generation of the policy set being served (1 = first load).",
+            registry=self.registry,
+            multiprocess_mode="mostrecent",
+        )
+        self.load_errors = Counter(
+            "upgrade_gate_policy_load_errors",
+            "Policy set loads that failed; the previous set kept serving.",
+            registry=self.registry,
+        )
+        self.load_failed = Gauge(
+            "upgrade_gate_policy_load_failed",
+            "1 while the last policy set load failed, else 0.",
+            registry=self.registry,
+            multiprocess_mode="mostrecent",
+        )
+
+    def exposition(self) -> bytes:
+        """The Prometheus text exposition: this process's registry, or every worker's files summed."""
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=str(self.multiprocess_dir))  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
+
+
+def forget_process(multiprocess_dir: Path, pid: int) -> None:
+    """Drop the live gauges of an exited worker (gunicorn's ``child_exit`` hook)."""
+    multiprocess.mark_process_dead(pid, str(multiprocess_dir))  # type: ignore[no-untyped-call]

@@ -1,0 +1,194 @@
+"""AdmissionReview in, AdmissionReview out: parsing, checking and rendering, with no I/O.
+
+Follows ``k8s.io/api/admission/v1`` (``AdmissionReview``, ``AdmissionRequest``, ``AdmissionResponse``) and
+the kube-apiserver's webhook client (``k8s.io/apiserver/pkg/admission/plugin/webhook/request``): a review
+is answered in the version it was sent in (``admission.k8s.io/v1`` or ``v1beta1``, same shape), the
+response echoes the request ``uid``, a denial carries a ``metav1.Status`` (code, reason, message, causes),
+and a mutation carries ``patchType: JSONPatch`` with the RFC 6902 patch, base64-encoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from webhook.errors import ReviewError
+
+GROUP = "admission.k8s.io"
+VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1beta1")
+KIND = "AdmissionReview"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+JSON_CONTENT_TYPE = "application/json"
+
+
+class Decision(Protocol):
+    """What the HTTP layer needs of a policy decision (``webhook.policy.engine.Decision`` has this shape).
+
+    ``code`` is the HTTP status of a denial (401/403/404/413/422, 500 for an internal error); ``patch`` the
+    RFC 6902 operations, empty when nothing changes.
+    """
+
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def code(self) -> int: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def causes(self) -> Sequence[str]: ...
+    @property
+    def warnings(self) -> Sequence[str]: ...
+    @property
+    def audit_annotations(self) -> Mapping[str, str]: ...
+    @property
+    def patch(self) -> Sequence[Mapping[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A decision made by the webhook itself, not by a policy: ``allowed: false`` with ``code``/``reason``.
+
+    Used when an evaluation fails inside upgrade-gate (an internal error, the request deadline): the webhook
+    fails closed, as a ``failurePolicy: Fail`` webhook that errors does in the apiserver.
+    """
+
+    message: str
+    code: int = 500
+    reason: str = "InternalError"
+    allowed: bool = False
+    causes: Sequence[str] = ()
+    warnings: Sequence[str] = ()
+    audit_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    patch: Sequence[Mapping[str, Any]] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """A checked AdmissionReview: its ``api_version`` (answered in kind), the ``request`` as sent, and the
+    request's ``uid``, ``kind`` (``request.kind.kind``), ``operation``, ``name``, ``namespace`` and
+    ``username`` for logs and metrics."""
+
+    api_version: str
+    request: Mapping[str, Any]
+
+    @property
+    def uid(self) -> str:
+        """``request.uid``."""
+        return str(self.request["uid"])
+
+    @property
+    def kind(self) -> str:
+        """``request.kind.kind``, e.g. ``ClusterExtensionRevision``."""
+        return str(self.request["kind"]["kind"])
+
+    @property
+    def operation(self) -> str:
+        """``request.operation``: CREATE, UPDATE, DELETE or CONNECT."""
+        return str(self.request["operation"])
+
+    @property
+    def name(self) -> str:
+        """``request.name`` (may be empty on CREATE with ``generateName``)."""
+        return str(self.request.get("name") or "")
+
+    @property
+    def namespace(self) -> str:
+        """``request.namespace``; empty for cluster-scoped objects."""
+        return str(self.request.get("namespace") or "")
+
+    @property
+    def username(self) -> str:
+        """``request.userInfo.username``; empty if not sent."""
+        user = self.request.get("userInfo")
+        return str(user.get("username") or "") if isinstance(user, Mapping) else ""
+
+    @property
+    def dry_run(self) -> bool:
+        """``request.dryRun``."""
+        return self.request.get("dryRun") is True
+
+
+def parse_review(body: bytes, content_type: str | None) -> Review:
+    """Read an HTTP request body as an AdmissionReview.
+
+    ``content_type`` must be ``application/json`` (parameters such as ``charset`` allowed). Checked: the
+    body is a JSON object, ``kind: AdmissionReview``, ``apiVersion`` ``admission.k8s.io/v1|v1beta1``, a
+    ``request`` object with a non-empty string ``uid``, ``kind`` ``{group, version, kind}`` strings, an
+    ``operation`` of CREATE/UPDATE/DELETE/CONNECT, and ``object``/``oldObject`` objects or null.
+    Raises ``ReviewError`` with one deterministic sentence (HTTP 400).
+    """
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    if media_type != JSON_CONTENT_TYPE:
+        raise ReviewError(f"content type must be {JSON_CONTENT_TYPE}, not {media_type or 'missing'!r}")
+    try:
+        document = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ReviewError(f"the body is not JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise ReviewError("the body is not a JSON object")
+    if document.get("kind") != KIND:
+        raise ReviewError(f"kind must be {KIND}, not {document.get('kind')!r}")
+    api_version = document.get("apiVersion")
+    if api_version not in VERSIONS:
+        raise ReviewError(f"apiVersion must be one of {', '.join(VERSIONS)}, not {api_version!r}")
+    request = document.get("request")
+    if not isinstance(request, dict):
+        raise ReviewError("the AdmissionReview has no request object")
+    _check_request(request)
+    return Review(api_version, request)
+
+
+def _check_request(request: Mapping[str, Any]) -> None:
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise ReviewError("request.uid must be a non-empty string")
+    kind = request.get("kind")
+    if not isinstance(kind, dict) or not all(isinstance(kind.get(key), str) for key in ("group", "version", "kind")):
+        raise ReviewError("request.kind must be an object with string group, version and kind")
+    if request.get("operation") not in OPERATIONS:
+        raise ReviewError(f"request.operation must be one of {', '.join(OPERATIONS)}, not {request.get('operation')!r}")
+    for key in ("object", "oldObject", "userInfo"):
+        if request.get(key) is not None and not isinstance(request[key], dict):
+            raise ReviewError(f"request.{key} must be an object or null")
+
+
+def render_response(review: Review, decision: Decision, *, mutating: bool) -> dict[str, Any]:
+    """The AdmissionReview answering ``review`` with ``decision``, in ``review``'s apiVersion.
+
+    ``response``: ``uid``, ``allowed``; ``status`` (``{code, reason, message, details.causes}``) when denied;
+    ``warnings`` and ``auditAnnotations`` when there are any; when ``mutating`` and allowed with a non-empty
+    patch, ``patchType: JSONPatch`` and ``patch`` (base64 of the JSON operations). A denial never patches.
+    """
+    response: dict[str, Any] = {"uid": review.uid, "allowed": decision.allowed}
+    if not decision.allowed:
+        status: dict[str, Any] = {"code": decision.code, "reason": decision.reason, "message": decision.message}
+        if decision.causes:
+            status["details"] = {"causes": [{"message": cause} for cause in decision.causes]}
+        response["status"] = status
+    if decision.warnings:
+        response["warnings"] = list(decision.warnings)
+    if decision.audit_annotations:
+        response["auditAnnotations"] = dict(decision.audit_annotations)
+    if mutating and decision.allowed and decision.patch:
+        patch = json.dumps(list(decision.patch), separators=(",", ":")).encode()
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(patch).decode("ascii")
+    return {"apiVersion": review.api_version, "kind": KIND, "response": response}
+
+
+def render_error(code: int, reason: str, message: str) -> dict[str, Any]:
+    """A ``metav1.Status`` failure document: the JSON body of an HTTP 4xx answer to a bad request."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }

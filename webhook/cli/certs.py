@@ -1,0 +1,42 @@
+"""``upgrade-gate certs generate``: a CA and a serving certificate for the webhook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from webhook.admission.tls import generate_certificates
+from webhook.cli.common import handle_errors
+
+
+@click.group()
+def certs() -> None:
+    """Certificates for the webhook's HTTPS endpoint."""
+
+
+@certs.command()
+@click.option("--dns", "dns_names", multiple=True, metavar="NAME", help="DNS name of the server; repeatable.")
+@click.option("--ip", "ip_addresses", multiple=True, metavar="ADDR", help="IP address of the server; repeatable.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("certs"),
+    show_default=True,
+    help="Directory to write ca.crt, ca.key, tls.crt and tls.key to.",
+)
+@click.option("--days", type=click.IntRange(1), default=365, show_default=True, help="Validity of tls.crt.")
+@handle_errors
+def generate(dns_names: tuple[str, ...], ip_addresses: tuple[str, ...], out: Path, days: int) -> None:
+    """Write a CA (kept if one exists in --out) and a serving certificate it signs (ECDSA P-256).
+
+    Keys are written with mode 0600; never commit them. Give the CA (ca.crt) to the apiserver as the
+    webhook configurations' caBundle.
+
+    \b
+    Example (the Service of the Helm chart in namespace upgrade-gate):
+      upgrade-gate certs generate --dns upgrade-gate-webhook.upgrade-gate.svc --out certs/
+    """
+    files = generate_certificates(out, dns_names, ip_addresses, days=days)
+    for path in (files.ca_cert, files.ca_key, files.cert, files.key):
+        click.echo(str(path))

@@ -1,0 +1,69 @@
+"""``upgrade-gate serve``: the validating and mutating admission webhook over HTTPS."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from webhook.cli.common import handle_errors
+from webhook.settings import ServeSettings
+
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+@click.command()
+@click.option("--cert", type=_FILE, help="Serving certificate (PEM). Default: development certificates.")
+@click.option("--key", type=_FILE, help="Private key of --cert (PEM).")
+@click.option("--client-ca", type=_FILE, help="Require client certificates signed by this CA bundle (PEM).")
+@click.option("--policies", type=click.Path(path_type=Path), help="Policy directory or file.  [default: policies]")
+@click.option(
+    "--objects", type=click.Path(path_type=Path), help="Manifests that stand in for the cluster (no cluster then)."
+)
+@click.option("--host", help="Address to listen on.  [default: 127.0.0.1]")
+@click.option("--port", type=click.IntRange(1, 65535), help="HTTPS port.  [default: 8443]")
+@click.option("--workers", type=click.IntRange(0), help="Worker processes; 0 = one per CPU core.  [default: 0]")
+@click.option("--cluster", type=click.Choice(["auto", "on", "off"]), help="Watch a cluster.  [default: auto]")
+@click.option("--kubeconfig", type=_FILE, help="kubeconfig file (else in-cluster, then $KUBECONFIG).")
+@click.option("--request-timeout", type=click.FloatRange(0.1), help="Seconds per evaluation.  [default: 8]")
+@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+@handle_errors
+def serve(**flags: Any) -> None:
+    """Serve the policies to the kube-apiserver: POST /validate and /mutate (AdmissionReview v1, v1beta1).
+
+    Also GET /healthz, /readyz (a policy set is loaded and the cluster cache synced) and /metrics
+    (Prometheus). Policies reload on SIGHUP and when their files change; a set that does not load is
+    reported and the previous one keeps serving. Certificates reload when their files change.
+
+    \b
+    Without --cert/--key, development certificates for localhost, 127.0.0.1 and ::1 are generated
+    in certs/ on first run (CA in certs/ca.crt). Every flag has an environment variable
+    (UPGRADE_GATE_<FLAG>, see webhook/settings.py); flags win.
+    \b
+    Example:
+      upgrade-gate serve --cert tls.crt --key tls.key --policies policies/ --port 8443
+    """
+    renamed = {"request_timeout": "request_timeout_s"}
+    given = {renamed.get(name, name): value for name, value in flags.items() if value is not None}
+    if "log_level" in given:
+        given["log_level"] = given["log_level"].upper()
+    settings = dataclasses.replace(ServeSettings.from_env(), **given)
+    settings = dataclasses.replace(settings, metrics_dir=_metrics_directory(settings.metrics_dir))
+    # prometheus_client chooses its multiprocess mode when first imported: after the directory is set.
+    from webhook.admission.server import serve as run  # noqa: PLC0415
+
+    run(settings)
+
+
+def _metrics_directory(configured: Path | None) -> Path:
+    """The prometheus_client multiprocess directory, emptied of a previous run's files and exported."""
+    directory = configured or Path(tempfile.mkdtemp(prefix="upgrade-gate-metrics-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    return directory

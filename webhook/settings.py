@@ -1,0 +1,190 @@
+"""Typed settings, read once: frozen dataclasses whose fields say unit and default.
+
+This module is the only reader of environment variables. Each front end builds its settings with
+``<Settings>.from_env()`` and then overrides fields from its own flags (``dataclasses.replace``), and passes the
+result down explicitly; nothing below a front end looks at the environment.
+
+One dataclass per front end, each with its ``UPGRADE_GATE_*`` variables listed in its docstring:
+
+- ``ServeSettings``: the admission webhook (``upgrade-gate serve``).
+- ``SyncSettings``: the GitOps sync loop (``upgrade-gate sync``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from webhook.errors import InputError
+
+_PREFIX = "UPGRADE_GATE_"
+
+
+def _text(env: Mapping[str, str], name: str, default: str) -> str:
+    return env.get(name, default).strip() or default
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    value = env.get(name, "").strip()
+    return Path(value) if value else None
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float = 0) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(f"{name}={raw!r}: not a number") from None
+    if value < minimum:
+        raise InputError(f"{name}={raw!r}: must be at least {minimum:g}")
+    return value
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise InputError(f"{name}={raw!r}: not a boolean (true/false)")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """The admission webhook's settings (``upgrade-gate serve``); every field has a flag or a variable.
+
+    Network and TLS: ``host`` (``UPGRADE_GATE_HOST``, default ``127.0.0.1``), ``port``
+    (``UPGRADE_GATE_PORT``, 8443), ``cert``/``key`` (PEM files; ``None`` = development certificates in
+    ``dev_certs``, generated on first run), ``client_ca`` (PEM bundle; when set, clients must present a
+    certificate it signed), ``dev_certs`` (``UPGRADE_GATE_DEV_CERTS``, ``certs``).
+
+    Inputs: ``policies`` (``UPGRADE_GATE_POLICIES``, ``policies``: the directory or file of the policy set),
+    ``objects`` (``UPGRADE_GATE_OBJECTS``: manifests that stand in for the cluster; ``None`` = use the cluster
+    when one is configured), ``cluster`` (``UPGRADE_GATE_CLUSTER``: ``auto`` = in-cluster or kubeconfig when
+    available, ``off``, ``on`` = required), ``kubeconfig`` (``KUBECONFIG``), ``namespace``
+    (``POD_NAMESPACE``, ``upgrade-gate``: where param ConfigMaps are watched).
+
+    Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU core), ``request_timeout_s``
+    (``UPGRADE_GATE_REQUEST_TIMEOUT``, 8 s: an evaluation still running then is stopped and the request
+    refused, below the webhook configuration's default ``timeoutSeconds`` of 10), ``max_body_bytes``
+    (3 MiB, the apiserver's ``MaxRequestSizeBytes``), ``reload_interval_s``
+    (``UPGRADE_GATE_RELOAD_INTERVAL``, 2 s: how often policy and certificate files are checked for changes),
+    ``resync_s`` (``UPGRADE_GATE_RESYNC``, 600 s: full relist period of the cluster cache), ``metrics_dir``
+    (``PROMETHEUS_MULTIPROC_DIR``; ``None`` = a fresh temporary directory), ``log_level``
+    (``UPGRADE_GATE_LOG_LEVEL``, ``INFO``).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8443
+    cert: Path | None = None
+    key: Path | None = None
+    client_ca: Path | None = None
+    dev_certs: Path = Path("certs")
+    policies: Path = Path("policies")
+    objects: Path | None = None
+    cluster: str = "auto"
+    kubeconfig: Path | None = None
+    namespace: str = "upgrade-gate"
+    workers: int = 0
+    request_timeout_s: float = 8.0
+    max_body_bytes: int = 3 * 1024 * 1024
+    reload_interval_s: float = 2.0
+    resync_s: float = 600.0
+    metrics_dir: Path | None = None
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ServeSettings:
+        """Settings from ``env`` (default ``os.environ``); unset or empty variables keep the defaults.
+
+        Raises ``InputError`` naming the variable when a value does not parse.
+        """
+        env = os.environ if env is None else env
+        defaults = cls()
+        cluster = _text(env, f"{_PREFIX}CLUSTER", defaults.cluster).lower()
+        if cluster not in ("auto", "on", "off"):
+            raise InputError(f"{_PREFIX}CLUSTER={cluster!r}: expected auto, on or off")
+        return cls(
+            host=_text(env, f"{_PREFIX}HOST", defaults.host),
+            port=int(_number(env, f"{_PREFIX}PORT", defaults.port, minimum=1)),
+            dev_certs=_path(env, f"{_PREFIX}DEV_CERTS") or defaults.dev_certs,
+            policies=_path(env, f"{_PREFIX}POLICIES") or defaults.policies,
+            objects=_path(env, f"{_PREFIX}OBJECTS"),
+            cluster=cluster,
+            kubeconfig=_path(env, "KUBECONFIG"),
+            namespace=_text(env, "POD_NAMESPACE", defaults.namespace),
+            workers=int(_number(env, f"{_PREFIX}WORKERS", defaults.workers)),
+            request_timeout_s=_number(env, f"{_PREFIX}REQUEST_TIMEOUT", defaults.request_timeout_s, minimum=0.1),
+            reload_interval_s=_number(env, f"{_PREFIX}RELOAD_INTERVAL", defaults.reload_interval_s, minimum=0.1),
+            resync_s=_number(env, f"{_PREFIX}RESYNC", defaults.resync_s, minimum=1),
+            metrics_dir=_path(env, "PROMETHEUS_MULTIPROC_DIR"),
+            log_level=_text(env, f"{_PREFIX}LOG_LEVEL", defaults.log_level).upper(),
+        )
+
+    @property
+    def worker_count(self) -> int:
+        """``workers``, or one per CPU core when 0."""
+        return self.workers or os.cpu_count() or 1
+
+    @property
+    def uses_dev_certs(self) -> bool:
+        """True when no ``cert``/``key`` were given: the server uses (and creates) ``dev_certs``."""
+        return self.cert is None and self.key is None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSettings:
+    """The sync loop's settings (``upgrade-gate sync``); secrets come only from the environment.
+
+    Credentials: ``git_username``/``git_password`` (``UPGRADE_GATE_GIT_USERNAME``/``_PASSWORD``: HTTPS; SSH uses
+    ``GIT_SSH_COMMAND``, read by git itself), ``forge_token`` (``UPGRADE_GATE_FORGE_TOKEN``: GitHub/GitLab API).
+
+    Where: ``workdir`` (``UPGRADE_GATE_SYNC_WORKDIR``; ``None`` = ``~/.cache/upgrade-gate/<repository hash>``),
+    ``cluster`` (``UPGRADE_GATE_CLUSTER``: ``auto`` = in-cluster or kubeconfig when available, ``off``, ``on``),
+    ``kubeconfig`` (``KUBECONFIG``).
+
+    One active replica: ``leader_election`` (``UPGRADE_GATE_LEADER_ELECTION``, false), the Lease ``lease_name``
+    (``UPGRADE_GATE_LEASE_NAME``, ``upgrade-gate-sync``) in ``namespace`` (``POD_NAMESPACE``, ``upgrade-gate``),
+    held by ``identity`` (``POD_NAME``; empty = the host name) for ``lease_duration_s`` (15 s, renewed every
+    third of it, as client-go's defaults of 15 s / 10 s / 2 s keep a leader).
+    """
+
+    git_username: str = ""
+    git_password: str = ""
+    forge_token: str = ""
+    workdir: Path | None = None
+    cluster: str = "auto"
+    kubeconfig: Path | None = None
+    leader_election: bool = False
+    lease_name: str = "upgrade-gate-sync"
+    namespace: str = "upgrade-gate"
+    identity: str = ""
+    lease_duration_s: float = 15.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> SyncSettings:
+        """Settings from ``env`` (default ``os.environ``); raises ``InputError`` naming a variable that does not
+        parse."""
+        env = os.environ if env is None else env
+        defaults = cls()
+        cluster = _text(env, f"{_PREFIX}CLUSTER", defaults.cluster).lower()
+        if cluster not in ("auto", "on", "off"):
+            raise InputError(f"{_PREFIX}CLUSTER={cluster!r}: expected auto, on or off")
+        return cls(
+            git_username=env.get(f"{_PREFIX}GIT_USERNAME", ""),
+            git_password=env.get(f"{_PREFIX}GIT_PASSWORD", ""),
+            forge_token=env.get(f"{_PREFIX}FORGE_TOKEN", "").strip(),
+            workdir=_path(env, f"{_PREFIX}SYNC_WORKDIR"),
+            cluster=cluster,
+            kubeconfig=_path(env, "KUBECONFIG"),
+            leader_election=_flag(env, f"{_PREFIX}LEADER_ELECTION", defaults.leader_election),
+            lease_name=_text(env, f"{_PREFIX}LEASE_NAME", defaults.lease_name),
+            namespace=_text(env, "POD_NAMESPACE", defaults.namespace),
+            identity=_text(env, "POD_NAME", defaults.identity),
+        )
