@@ -42,14 +42,42 @@ def normalise(value: object) -> object:
     return _convert(value, strict=False, path="$")
 
 
+class _BadValue(Exception):
+    """Raised inside ``_convert`` and given its path on the way out, so paths cost nothing when all is well."""
+
+    def __init__(self, message: str, path: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.message, self.path = message, path
+
+
 def _convert(value: object, *, strict: bool, path: str) -> object:
-    if isinstance(value, _CEL_SCALARS) or value is None:
+    try:
+        return _node(value, strict)
+    except _BadValue as bad:
+        raise CelEvaluationError(f"{path}{''.join(reversed(bad.path))}: {bad.message}") from None
+
+
+def _node(value: object, strict: bool) -> object:
+    # Exact JSON types first (the common case), by identity of their type; CEL values and subclasses after.
+    kind = type(value)
+    if kind is str:
+        return str.__new__(celtypes.StringType, value)
+    if kind is dict:
+        return _map(value, strict)  # type: ignore[arg-type]
+    if kind is list:
+        return _list(value, strict)  # type: ignore[arg-type]
+    if kind is bool:
+        return celtypes.BoolType(value)
+    if kind is int:
+        return _int(value)  # type: ignore[arg-type]
+    if kind is float:
+        return float.__new__(celtypes.DoubleType, value)  # type: ignore[arg-type]
+    if value is None or isinstance(value, _CEL_SCALARS):
         return value
-    # int.__new__ and friends: celtypes' constructors build conversion wrappers on every call.
     if isinstance(value, bool):
         return celtypes.BoolType(value)
     if isinstance(value, int):
-        return cel_int(value, path)
+        return _int(value)
     if isinstance(value, float):
         return float.__new__(celtypes.DoubleType, value)
     if isinstance(value, str):
@@ -59,25 +87,48 @@ def _convert(value: object, *, strict: bool, path: str) -> object:
     if isinstance(value, list | tuple):
         if isinstance(value, celtypes.ListType) and not strict:
             return value
-        items: list[Any] = [_convert(item, strict=strict, path=f"{path}[{i}]") for i, item in enumerate(value)]
-        return celtypes.ListType(items)
+        return _list(value, strict)
     if isinstance(value, Mapping):
         if isinstance(value, celtypes.MapType) and not strict:
             return value
-        return celtypes.MapType(
-            {
-                _convert(key, strict=strict, path=path): _convert(item, strict=strict, path=f"{path}.{key}")
-                for key, item in value.items()
-            }
-        )
+        return _map(value, strict)
     if isinstance(value, datetime.datetime):
         aware = value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
         return celtypes.TimestampType(aware)
     if isinstance(value, datetime.timedelta):
         return celtypes.DurationType(value)
     if strict:
-        raise CelEvaluationError(f"{path}: a {type(value).__name__} is not a JSON value")
+        raise _BadValue(f"a {type(value).__name__} is not a JSON value")
     return value
+
+
+def _int(value: int) -> celtypes.IntType:
+    if value not in _INT64:
+        raise _BadValue(f"integer overflow: {value} is outside the int64 range")
+    return int.__new__(celtypes.IntType, value)
+
+
+def _list(value: list[Any] | tuple[Any, ...], strict: bool) -> celtypes.ListType:
+    items: list[Any] = []
+    for index, item in enumerate(value):
+        try:
+            items.append(_node(item, strict))
+        except _BadValue as bad:
+            bad.path += (f"[{index}]",)
+            raise
+    return celtypes.ListType(items)
+
+
+def _map(value: Mapping[Any, Any], strict: bool) -> celtypes.MapType:
+    converted = celtypes.MapType()
+    for key, item in value.items():
+        try:
+            # dict.__setitem__: MapType's own __init__ re-checks every pair; JSON keys are unique already.
+            dict.__setitem__(converted, _node(key, strict), _node(item, strict))  # type: ignore[misc]
+        except _BadValue as bad:
+            bad.path += (f".{key}",)
+            raise
+    return converted
 
 
 def cel_int(value: int, path: str = "$") -> celtypes.IntType:
