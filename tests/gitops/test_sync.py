@@ -9,11 +9,12 @@ cloudnative-pg.v1.29.2; in channel v5 postgresoperator.v5.8.8 replaces postgreso
 from __future__ import annotations
 
 import datetime
+import json
 
 import pytest
 import yaml
 
-from tests.gitops.conftest import BOT, HUMAN, World, git
+from tests.gitops.conftest import BOT, HUMAN, ROOT, World, git
 from webhook.errors import GitError, InputError
 from webhook.gitops.repo import Repo
 from webhook.gitops.sync import Report, workdir_lock
@@ -348,3 +349,22 @@ def _revision(extension: str, version: str, bundle: str) -> str:
         f'  bundleMetadata:\n    name: {bundle}\n    version: "{version}"\n'
         '  availableSince: "2026-01-01T00:00:00Z"\n  approved: false\n'
     )
+
+
+def test_the_pull_request_says_whether_the_bundled_policies_would_admit_the_approval_today(world: World) -> None:
+    policies = [str(ROOT / "policies" / "revision-approval.yaml"), str(ROOT / "policies" / "settings.yaml")]
+    check = {"policies": policies, "username": "alice", "groups": ["upgrade-approvers"]}
+    world.set_config(lambda text: text + "policyCheck: " + json.dumps(check) + "\n")
+    world.push("check approvals against the bundled policies")
+    world.sync()
+    [pull] = world.github.open_pulls()
+    assert (
+        "| Policies | would deny approving it today (as alice): ValidatingAdmissionPolicy "
+        "'upgrade-gate-revision-approval' with binding 'upgrade-gate-revision-approval' denied request: "
+        "cloudnative-pg-1.30.0 became available at 2026-03-01T12:00:00Z; it may be approved after the 24h soak "
+        "period, from 2026-03-02T12:00:00Z |"
+    ) in pull["body"]
+    world.now += datetime.timedelta(days=2)
+    world.sync()
+    [pull] = world.github.open_pulls()
+    assert "| Policies | would admit approving it today (as alice) |" in pull["body"]

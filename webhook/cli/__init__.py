@@ -11,6 +11,7 @@ import click
 from webhook.cli.cel import cel
 from webhook.cli.policy import policy
 from webhook.cli.resolve import resolve
+from webhook.cli.sync import sync
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -21,6 +22,7 @@ def main() -> None:
     \b
     Serve policies to the kube-apiserver:      upgrade-gate serve --policies policies/
     Resolve upgrades exactly as OLM v1 does:   upgrade-gate resolve -f ext.yaml --catalog DIR
+    Propose upgrades as pull requests:        upgrade-gate sync --repo URL --once
     Test admission policies as code:          upgrade-gate policy test policies/tests
     Check policies, and which are portable:   upgrade-gate policy lint policies
     Try a CEL expression:                     upgrade-gate cel eval 'semver("1.2.3").major()'
@@ -30,3 +32,4 @@ def main() -> None:
 main.add_command(resolve)
 main.add_command(policy)
 main.add_command(cel)
+main.add_command(sync)

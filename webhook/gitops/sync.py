@@ -44,6 +44,7 @@ from webhook.gitops.manifests import (
     read_revisions,
     rfc3339,
 )
+from webhook.gitops.policycheck import ApprovalCheck
 from webhook.gitops.proposals import (
     CATALOG_IMAGE,
     HUMAN,
@@ -125,8 +126,8 @@ class SyncOptions:
     """Everything a cycle needs besides the repository's own ``upgrade-gate.yaml``.
 
     ``repo`` is a Git URL or local path; ``workdir`` the sync loop's working clone (created on first use);
-    ``cluster`` is required for ``installed: cluster`` and GVK image templates; ``verdict`` (the policy
-    check) gives the pull request body's "Policies" line; ``clock`` returns the current UTC time.
+    ``cluster`` is required for ``installed: cluster`` and GVK image templates; ``clock`` returns the current
+    UTC time.
     """
 
     repo: str
@@ -134,7 +135,6 @@ class SyncOptions:
     credentials: Credentials = field(default_factory=Credentials)
     forge_token: str = ""
     cluster: ClusterView | None = None
-    verdict: Callable[[SyncConfig, Path], Verdict | None] | None = None
     max_push_attempts: int = 3
     progress: Progress | None = None
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
@@ -228,8 +228,8 @@ class _Cycle:
             kube_version = config.kube_version or (cluster.server_version() if cluster is not None else None)
         for problem in catalogs.problems:
             self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
-        factory = self.options.verdict
-        verdict = factory(config, root) if factory is not None and config.policy_check is not None else None
+        check = config.policy_check
+        verdict = ApprovalCheck(check, root, self.now).verdict if check is not None and self.forge else None
         return _Inputs(config, catalogs, installed, kube_version, verdict)
 
     def _attempt(

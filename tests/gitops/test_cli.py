@@ -1,0 +1,78 @@
+"""``upgrade-gate sync`` as a user runs it: the summary table, ``-o json``, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from tests.gitops.conftest import World
+from webhook.cli import main
+from webhook.cli.sync import parse_duration
+from webhook.errors import InputError
+
+
+def run(world: World, *args: str) -> tuple[int, str, str]:
+    env = {"UPGRADE_GATE_CLUSTER": "off", "UPGRADE_GATE_FORGE_TOKEN": "t0ken"}
+    argv = ["sync", "--repo", str(world.remote), "--workdir", str(world.workdir), "--no-progress", *args]
+    result = CliRunner().invoke(main, argv, env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_the_summary_table_lists_what_changed_and_counts_the_rest(world: World) -> None:
+    code, out, _ = run(world, "--once")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0].split() == ["SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL", "REQUEST", "REASON"]
+    assert lines[1].split()[:5] == ["cloudnative-pg", "proposed", "1.29.2", "1.30.0", "upgrade-gate/cloudnative-pg"]
+    assert lines[-1].startswith("1 proposed, 0 updated, 0 removed, 0 withdrawn, 0 skipped, 0 failed, 2 unchanged")
+
+
+def test_json_output_has_counts_and_every_entry(world: World) -> None:
+    code, out, _ = run(world, "--once", "-o", "json")
+    document = json.loads(out)
+    assert code == 0
+    assert document["counts"]["proposed"] == 1
+    assert [e["subject"] for e in document["entries"]] == [
+        "cloudnative-pg",
+        "clustercatalog/certified-operators",
+        "crunchy-postgres-operator",
+    ]
+    assert document["entries"][0]["pull_request"] == "https://github.invalid/example-org/clusters/pull/1"
+
+
+def test_an_invalid_config_exits_2_with_one_line(world: World) -> None:
+    world.set_config(lambda text: text.replace("baseBranch: main", "baseBranch: [main]"))
+    world.push("a broken config")
+    code, _, err = run(world, "--once")
+    assert (code, err) == (2, "upgrade-gate: upgrade-gate.yaml: baseBranch: must be a non-empty string\n")
+
+
+def test_an_unreachable_forge_exits_1_with_one_line(world: World) -> None:
+    world.github.fail_with = 502
+    code, _, err = run(world, "--once")
+    assert code == 1
+    assert err.startswith("upgrade-gate: github: GET /repos/example-org/clusters/pulls: HTTP 502")
+
+
+def test_once_and_interval_exclude_each_other(world: World) -> None:
+    assert run(world, "--once", "--interval", "10m")[::2] == (
+        2,
+        "upgrade-gate: --once and --interval exclude each other\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10m", 600.0), ("1h30m", 5400.0), ("45s", 45.0), ("1.5h", 5400.0), ("500ms", 0.5)],
+    ids=str,
+)
+def test_intervals_are_go_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["10", "ten minutes", "0s", "10m "], ids=repr)
+def test_other_intervals_are_refused(text: str) -> None:
+    with pytest.raises(InputError, match="--interval"):
+        parse_duration(text)

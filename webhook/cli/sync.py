@@ -1,0 +1,171 @@
+"""``upgrade-gate sync``: propose upgrades as ClusterExtensionRevision manifests on branches and pull requests."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from webhook.cli.common import EXIT_NEGATIVE, echo_json, handle_errors
+from webhook.errors import ClusterError, InputError, UpgradeGateError
+from webhook.gitops.repo import Credentials
+from webhook.gitops.sources import ClusterView
+from webhook.gitops.sync import ACTIONS, Report, SyncOptions, run_cycle
+from webhook.kube.cluster import Cluster, LeaseElector, connect
+from webhook.settings import SyncSettings
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_COLUMNS = ("SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL REQUEST", "REASON")
+
+
+def parse_duration(text: str) -> float:
+    """A Go ``time.ParseDuration`` string of ms/s/m/h terms (``10m``, ``1h30m``) in seconds; raises
+    ``InputError`` for another shape or a zero duration."""
+    terms = list(_DURATION.finditer(text))
+    if not terms or "".join(t.group(0) for t in terms) != text:
+        raise InputError(f"--interval {text!r}: expected a duration such as 30s, 10m or 1h30m")
+    seconds = sum(float(t.group(1)) * _UNITS[t.group(2)] for t in terms)
+    if seconds <= 0:
+        raise InputError(f"--interval {text!r}: must be positive")
+    return seconds
+
+
+@click.command()
+@click.option("--repo", required=True, metavar="URL|PATH", help="The GitOps repository (with upgrade-gate.yaml).")
+@click.option("--once", is_flag=True, help="Run one cycle and exit (the default without --interval).")
+@click.option("--interval", metavar="DURATION", help="Run a cycle every DURATION (10m, 1h30m) until stopped.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The sync loop's working clone [default: ~/.cache/upgrade-gate/<hash of the repository>].",
+)
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Report progress on stderr.")
+@handle_errors
+def sync(*, repo: str, once: bool, interval: str | None, workdir: Path | None, output: str, progress: bool) -> None:
+    """Propose operator upgrades on a GitOps repository (seed 000's ClusterExtensionRevision lifecycle).
+
+    Each cycle reads upgrade-gate.yaml at the repository root, resolves every ClusterExtension against the
+    catalogs exactly as OLM v1 does, and on branch <branchPrefix><extension> creates, updates (approved reset
+    to false) or removes its one ClusterExtensionRevision, then opens or updates the pull request. Branches a
+    human committed to, and versions whose pull request was closed unmerged, are left alone.
+
+    \b
+    Environment: UPGRADE_GATE_GIT_USERNAME/_PASSWORD (HTTPS), GIT_SSH_COMMAND (SSH), UPGRADE_GATE_FORGE_TOKEN,
+    UPGRADE_GATE_CLUSTER (auto|on|off), KUBECONFIG, UPGRADE_GATE_LEADER_ELECTION, UPGRADE_GATE_LEASE_NAME,
+    POD_NAMESPACE, POD_NAME, UPGRADE_GATE_SYNC_WORKDIR.
+    \b
+    Exit codes: 0 done, 1 a change could not be pushed or the remote/forge/cluster failed, 2 bad input.
+    """
+    if once and interval:
+        raise InputError("--once and --interval exclude each other")
+    period = parse_duration(interval) if interval else None
+    settings = SyncSettings.from_env()
+    api_client = _api_client(settings)
+    cluster: ClusterView | None = Cluster(api_client) if api_client is not None else None
+    options = SyncOptions(
+        repo=repo,
+        workdir=workdir or settings.workdir or _default_workdir(repo),
+        credentials=Credentials(settings.git_username, settings.git_password),
+        forge_token=settings.forge_token,
+        cluster=cluster,
+        progress=_Progress() if progress else None,
+    )
+    if period is None:
+        report = run_cycle(options)
+        _render(report, output)
+        if report.failed:
+            raise SystemExit(EXIT_NEGATIVE)
+        return
+    elector = None
+    if settings.leader_election:
+        if api_client is None:
+            raise InputError("UPGRADE_GATE_LEADER_ELECTION needs a cluster (in-cluster or a kubeconfig)")
+        identity = settings.identity or socket.gethostname()
+        elector = LeaseElector(
+            api_client, settings.namespace, settings.lease_name, identity, duration_s=settings.lease_duration_s
+        )
+    _loop(options, period, output, elector)
+
+
+def _loop(options: SyncOptions, period: float, output: str, elector: LeaseElector | None) -> None:
+    """Run a cycle every ``period`` seconds while leader; an error is reported and the next cycle recovers."""
+    stop = threading.Event()
+    if elector is not None:
+        threading.Thread(target=elector.keep, args=(stop,), daemon=True, name="lease").start()
+    try:
+        next_run = time.monotonic()
+        while True:
+            if elector is not None and not elector.is_leader:
+                stop.wait(1.0)
+                continue
+            if time.monotonic() >= next_run:
+                next_run = time.monotonic() + period
+                try:
+                    _render(run_cycle(options), output)
+                except UpgradeGateError as error:
+                    click.echo(f"upgrade-gate: {error}", err=True)
+            stop.wait(min(1.0, max(0.0, next_run - time.monotonic())))
+    except KeyboardInterrupt:
+        stop.set()
+
+
+def _api_client(settings: SyncSettings) -> Any:
+    if settings.cluster == "off":
+        return None
+    try:
+        return connect(settings.kubeconfig)
+    except ClusterError:
+        if settings.cluster == "on":
+            raise
+        return None
+
+
+def _default_workdir(repo: str) -> Path:
+    digest = hashlib.sha256(repo.encode()).hexdigest()[:16]
+    return Path.home() / ".cache" / "upgrade-gate" / digest
+
+
+class _Progress:
+    """Progress on stderr, at most every two seconds: ``resolving 300/1000 (cloudnative-pg)``."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def __call__(self, subject: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self._last >= 2.0 or (done == total and total >= 100):
+            self._last = now
+            click.echo(f"upgrade-gate: resolving {done}/{total} ({subject})", err=True)
+
+
+def _render(report: Report, output: str) -> None:
+    if output == "json":
+        echo_json(report.to_json())
+        return
+    rows = [
+        (
+            e.subject,
+            e.action,
+            e.from_version or "-",
+            e.to_version or "-",
+            e.branch or "-",
+            e.pull_request or "-",
+            e.reason,
+        )
+        for e in report.entries
+        if e.action != "unchanged"
+    ]
+    if rows:
+        widths = [max(len(r[i]) for r in [_COLUMNS, *rows]) for i in range(len(_COLUMNS) - 1)]
+        for row in [_COLUMNS, *rows]:
+            click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+    counts = ", ".join(f"{report.count(a)} {a}" for a in ACTIONS)
+    click.echo(f"{counts} (base {report.base} at {report.commit[:12]})")
