@@ -8,7 +8,20 @@ that the kube-apiserver does not have (a policy using one is not portable to in-
 
 from __future__ import annotations
 
-from webhook.policy.cel.libraries import extensions, lists, net, quantity, regex, semver, sets, strings, urls
+from webhook.policy.cel.libraries import (
+    extensions,
+    format,
+    jsonpatch,
+    lists,
+    net,
+    optional,
+    quantity,
+    regex,
+    semver,
+    sets,
+    strings,
+    urls,
+)
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
 LIBRARY: tuple[Overload, ...] = (
@@ -20,6 +33,9 @@ LIBRARY: tuple[Overload, ...] = (
     *quantity.OVERLOADS,
     *net.OVERLOADS,
     *urls.OVERLOADS,
+    *optional.OVERLOADS,
+    *format.OVERLOADS,
+    *jsonpatch.OVERLOADS,
     *extensions.OVERLOADS,
 )
 
@@ -28,6 +44,8 @@ NAMESPACES: tuple[Namespace, ...] = (
     lists.NAMESPACE,
     sets.NAMESPACE,
     net.NAMESPACE,
+    format.NAMESPACE,
+    jsonpatch.NAMESPACE,
     *extensions.UNBOUND,
 )
 
