@@ -27,6 +27,8 @@ PHASES: dict[str, type[CelError]] = {
 def _rows() -> list[Any]:
     params = []
     for table in sorted(TABLES.glob("*.yaml")):
+        if table.name == "known_differences.yaml":  # not a table: read by test_backends_agree.py
+            continue
         for row in yaml.safe_load(table.read_text(encoding="utf-8")):
             params.append(pytest.param(row, id=f"{table.stem}: {row['why']}"))
     return params

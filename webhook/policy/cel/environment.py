@@ -1,8 +1,10 @@
 """Compile CEL expressions once against declared variables; evaluate them many times.
 
-``Environment`` and ``Program`` are engine-neutral: they talk to a ``backend.Backend`` (today cel-python).
-Limits follow the apiserver: a per-evaluation cost limit (``PerCallLimit`` 1,000,000), an expression length
-limit and a nesting limit checked at load time.
+``Environment`` and ``Program`` are engine-neutral: they talk to a ``backend.Backend``, chosen by name with
+``backend_named`` (``ENGINES``: ``cel-python``, the pure-Python default, or ``cel-expr``, cel-cpp through
+cel-expr-python); ``--cel-engine`` and the chart setting pass one of these names. Limits follow the apiserver:
+a per-evaluation cost limit (``PerCallLimit`` 1,000,000), an expression length limit and a nesting limit
+checked at load time.
 """
 
 from __future__ import annotations
@@ -21,10 +23,27 @@ DEFAULT_MAX_EXPRESSION_LENGTH = 100_000
 DEFAULT_MAX_NESTING = 32
 
 
+#: Backend names, the default first.
+ENGINES = ("cel-python", "cel-expr")
+
+
 @functools.cache
+def backend_named(name: str) -> Backend:
+    """The process-wide backend called ``name`` (one of ``ENGINES``) with every library registered, built on
+    first use. Raises ``ValueError`` for another name. CEL values (``to_cel``) of one backend are not values of
+    the other: convert a request with the backend that evaluates it (``Backend.to_cel``)."""
+    if name == "cel-python":
+        return CelPythonBackend(LIBRARY, NAMESPACES)
+    if name == "cel-expr":
+        from webhook.policy.cel.celexpr.backend import CelExprBackend  # noqa: PLC0415 - loads cel-cpp (50 MB)
+
+        return CelExprBackend(LIBRARY, NAMESPACES)
+    raise ValueError(f"unknown CEL engine {name!r}: expected one of {', '.join(ENGINES)}")
+
+
 def default_backend() -> Backend:
-    """The process-wide backend with every library registered (built on first use)."""
-    return CelPythonBackend(LIBRARY, NAMESPACES)
+    """The default backend (``ENGINES[0]``)."""
+    return backend_named(ENGINES[0])
 
 
 class Program:

@@ -12,16 +12,15 @@ from typing import Any
 
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
-from webhook.errors import CelCompileError, CelError, CelEvaluationError
+from webhook.errors import CelError, CelEvaluationError
 from webhook.policy.cel.backend import Limits
 from webhook.policy.cel.celpython import values
-from webhook.policy.cel.celpython.check import Signatures, check
+from webhook.policy.cel.celpython.check import Signatures, front_end
 from webhook.policy.cel.celpython.evaluator import BudgetEvaluator, Scope
 from webhook.policy.cel.celpython.functions import dispatch_tables
 from webhook.policy.cel.celpython.operators import OPERATORS
-from webhook.policy.cel.celpython.parser import parse
 from webhook.policy.cel.celpython.standard import STANDARD, TYPE_VALUES
-from webhook.policy.cel.celpython.tree import Node, collapse
+from webhook.policy.cel.celpython.tree import Node
 from webhook.policy.cel.cost import Budget
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
@@ -94,15 +93,7 @@ class CelPythonBackend:
 
     def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelPythonExecutable:
         """See ``backend.Backend.compile``."""
-        if len(source) > limits.max_expression_length:
-            raise CelCompileError(
-                f"1:1: expression is {len(source)} characters long, over the limit of {limits.max_expression_length}"
-            )
-        tree = collapse(parse(source))
-        try:
-            extensions = check(tree, {*variables, *self.namespaces}, self.signatures, max_nesting=limits.max_nesting)
-        except RecursionError:  # pragma: no cover - the checker is iterative; defence in depth
-            raise CelCompileError("1:1: expression is nested too deeply") from None
+        tree, extensions = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
         return CelPythonExecutable(self, tree, limits.cost_limit, extensions)
 
     def to_cel(self, value: object) -> object:

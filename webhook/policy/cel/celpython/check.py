@@ -6,6 +6,10 @@ functions, macro shapes (``has(a.b)``, ``all(x, p)``, ``map(x, [p,] f)``), inval
 timestamp *literals*, heterogeneous list and map literals (``HomogeneousAggregateLiterals``), and the
 nesting limit. Errors are ``CelCompileError`` with ``<line>:<column>: <message>``. The walk is iterative, so a
 deep tree never raises ``RecursionError``. It also reports which extension (non-portable) functions are used.
+
+``front_end`` (length limit, parse, checks) is the load-time front end of *both* backends: the cel-expr
+backend runs it before cel-cpp's own type checker, so the two accept the same policies with the same messages
+and cel-cpp can only reject more (ill-typed expressions, which cel-go rejects too).
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from celpy import celtypes
 from celpy.evaluation import celstr
 
 from webhook.errors import CelCompileError, CelEvaluationError
+from webhook.policy.cel.backend import Limits
 from webhook.policy.cel.celpython.evaluator import MACROS
-from webhook.policy.cel.celpython.tree import Node, call_arguments, identifier, unwrap
+from webhook.policy.cel.celpython.parser import parse
+from webhook.policy.cel.celpython.tree import Node, call_arguments, collapse, identifier, unwrap
 from webhook.policy.cel.libraries.regex import compile_pattern
 from webhook.policy.cel.libraries.registry import Overload
 
@@ -75,6 +81,22 @@ class Signatures:
             {ns: {name: frozenset(a) for name, a in members.items()} for ns, members in namespaces.items()},
             frozenset(extensions),
         )
+
+
+def front_end(
+    source: str, names: Collection[str], signatures: Signatures, limits: Limits
+) -> tuple[Node, frozenset[str]]:
+    """The collapsed parse tree of ``source`` (``tree.collapse``) and the extension functions it calls, once
+    ``source`` is within ``limits`` and passes ``check`` with ``names`` declared. Raises ``CelCompileError``."""
+    if len(source) > limits.max_expression_length:
+        raise CelCompileError(
+            f"1:1: expression is {len(source)} characters long, over the limit of {limits.max_expression_length}"
+        )
+    tree = collapse(parse(source))
+    try:
+        return tree, check(tree, names, signatures, max_nesting=limits.max_nesting)
+    except RecursionError:  # pragma: no cover - the checker is iterative; defence in depth
+        raise CelCompileError("1:1: expression is nested too deeply") from None
 
 
 def check(

@@ -28,9 +28,7 @@ class Dispatcher:
     def __call__(self, *arguments: Any) -> Any:
         kinds = [kind(argument) for argument in arguments]
         for overload in self.overloads:
-            if len(overload.params) == len(kinds) and all(
-                param in ("dyn", found) for param, found in zip(overload.params, kinds, strict=True)
-            ):
+            if overload.accepts(kinds):
                 return normalise(overload.implementation(*arguments))
         raise TypeError(f"no matching overload for '{self.name}' applied to ({', '.join(kinds)})")
 

@@ -11,7 +11,7 @@ Implementations raise ``webhook.errors.CelEvaluationError`` with cel-go's messag
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,12 @@ class Overload:
     def arity(self) -> int:
         """Number of arguments inside the parentheses (the receiver of a member call excluded)."""
         return len(self.params) - 1 if self.member else len(self.params)
+
+    def accepts(self, kinds: Sequence[str]) -> bool:
+        """True if arguments of ``kinds`` (``semantics.kind``, the receiver first) fit the parameters."""
+        return len(kinds) == len(self.params) and all(
+            param in ("dyn", found) for param, found in zip(self.params, kinds, strict=True)
+        )
 
 
 def member(name: str, implementation: Implementation, *params: str, portable: bool = True) -> Overload:

@@ -1,0 +1,184 @@
+"""The cel-expr-python implementation of ``backend.Backend``: cel-cpp compiles, type-checks and evaluates.
+
+Compile: the shared front end (``celpython.check.front_end``: length and nesting limits, undeclared names,
+arity, macro shapes, homogeneous literals, regex/duration/timestamp literals) and then cel-cpp's parser and
+type checker, in one cel-cpp environment per set of declared variables (all ``dyn``; the library functions
+from ``functions.extension``). cel-cpp's compile ``RuntimeError`` (``INVALID_ARGUMENT: ERROR: <input>:1:5:
+found no matching overload ...``) becomes ``CelCompileError`` ``1:5: found no matching overload ...``.
+
+Evaluate: one ``cel.Activation`` per distinct activation (cached per thread by the identity of its values, so
+the expressions of one request share one conversion of ``object``; CEL values are never mutated), per-request
+namespaces (``clock``, ``cluster``) bound as activation functions. Errors come back as ERROR values or, for a
+few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording where one is known
+(``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation (``Iteration budget
+exceeded``) and the library calls' cost (``cost.library_call_cost`` against ``Limits.cost_limit``) both end
+in ``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The parser
+nests at most 32 levels (its fixed limit, stricter than ours for long operator chains).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from cel_expr_python import cel
+
+from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
+from webhook.policy.cel.backend import Limits
+from webhook.policy.cel.celexpr.functions import BUDGET, extension
+from webhook.policy.cel.celexpr.types import LibraryTypes
+from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
+from webhook.policy.cel.celpython import values as celpython_values
+from webhook.policy.cel.celpython.check import Signatures, front_end
+from webhook.policy.cel.celpython.standard import STANDARD
+from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget
+from webhook.policy.cel.libraries.registry import Namespace, Overload
+
+_STATUS = re.compile(r"^[A-Z_]+: ")
+_COMPILE_ERROR = re.compile(r"ERROR: <input>:(-?\d+):(-?\d+): ([^\n]*)")
+_ITERATION_BUDGET = "Iteration budget exceeded"
+# cel-cpp's texts for errors cel-go words differently (cel-go's wording; the cel-python backend's too).
+_MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r'^Key not found in map : "?(.*?)"?$', re.DOTALL), r"no such key: \1"),
+    (re.compile(r"^Index error: index=(-?\d+) size=\d+$"), r"index out of bounds: \1"),
+    (re.compile(r"^divide by zero$"), "division by zero"),
+    (re.compile(r"^No matching overloads found : (.*)$", re.DOTALL), r"found no matching overload for \1"),
+    (re.compile(r"^invalid regular expression: (.*)$", re.DOTALL), r"error parsing regexp: \1"),
+)
+#: Activations kept per thread (each holds its converted variables and temporaries in a cel-cpp arena).
+_CACHED_ACTIVATIONS = 8
+
+
+def evaluation_message(text: str) -> str:
+    """cel-cpp's error text without its status code, in cel-go's wording where ``_MESSAGES`` knows one."""
+    message = _STATUS.sub("", text.strip(), count=1).removesuffix(" [UNKNOWN]").strip()
+    for pattern, replacement in _MESSAGES:
+        if pattern.match(message):
+            return pattern.sub(replacement, message)
+    return message
+
+
+def compile_message(text: str) -> str:
+    """``<line>:<column>: <message>`` of cel-cpp's first compile error (``1:1:`` when it has no position)."""
+    found = _COMPILE_ERROR.search(text)
+    if found is None:
+        return f"1:1: {_STATUS.sub('', text.strip(), count=1)}"
+    line, column, message = found.groups()
+    if int(line) < 1:
+        line, column = "1", "1"
+    return f"{line}:{column}: {message.strip()}"
+
+
+class CelExprExecutable:
+    """A checked cel-cpp expression; evaluations share nothing mutable across threads."""
+
+    __slots__ = ("_backend", "_cost_limit", "_expression", "extensions")
+
+    def __init__(
+        self, backend: CelExprBackend, expression: Any, cost_limit: int | None, extensions: frozenset[str]
+    ) -> None:
+        self._backend = backend
+        self._expression = expression
+        self._cost_limit = cost_limit
+        self.extensions = extensions
+
+    def evaluate(self, activation: Mapping[str, object]) -> object:
+        """See ``backend.Executable.evaluate``."""
+        backend = self._backend
+        budget = Budget(self._cost_limit) if self._cost_limit is not None else None
+        token = BUDGET.set(budget)
+        try:
+            result = self._expression.eval(backend.activation(activation))
+        except RuntimeError as error:  # duplicate map keys, the iteration cap, unimplemented types
+            if _ITERATION_BUDGET in str(error):
+                raise CostLimitExceeded(COST_LIMIT_MESSAGE) from None
+            raise CelEvaluationError(evaluation_message(str(error))) from None
+        finally:
+            BUDGET.reset(token)
+        if budget is not None and budget.spent > budget.limit:
+            raise CostLimitExceeded(COST_LIMIT_MESSAGE)
+        if result.type() == cel.Type.ERROR:
+            raise CelEvaluationError(evaluation_message(str(result.value())))
+        return from_expr(result.plain_value())
+
+
+class _Activations(threading.local):
+    """This thread's recent activations: key (names and value identities) -> (values kept alive, activation)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[tuple[str, int], ...], tuple[tuple[object, ...], Any]] = {}
+
+
+class CelExprBackend:
+    """Compiles with the shared front end and cel-cpp, with ``overloads`` registered as cel-cpp functions."""
+
+    def __init__(self, overloads: Iterable[Overload], namespaces: Iterable[Namespace]) -> None:
+        declared = tuple(overloads)
+        self.namespaces: dict[str, Namespace] = {namespace.name: namespace for namespace in namespaces}
+        self.signatures = Signatures.of((*declared, *STANDARD))
+        self.types = LibraryTypes(declared)
+        self._extension, self._late = extension(declared, self.types, tuple(self.namespaces.values()))
+        self._environments: dict[frozenset[str], Any] = {}
+        self._late_functions: dict[tuple[int, ...], tuple[tuple[Namespace, ...], list[Any]]] = {}
+        self._activations = _Activations()
+        self._environment(frozenset()).compile("true")  # cel-cpp builds lazily: surface declaration errors now
+
+    def _environment(self, variables: frozenset[str]) -> Any:
+        environment = self._environments.get(variables)
+        if environment is None:
+            environment = self._environments[variables] = cel.NewEnv(
+                self.types.pool,
+                variables=dict.fromkeys(sorted(variables), cel.Type.DYN),
+                extensions=[self._extension],
+            )
+        return environment
+
+    def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
+        """See ``backend.Backend.compile``."""
+        _, extensions = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
+        try:
+            expression = self._environment(frozenset(variables)).compile(source)
+        except RuntimeError as error:
+            raise CelCompileError(compile_message(str(error))) from None
+        return CelExprExecutable(self, expression, limits.cost_limit, extensions)
+
+    def activation(self, values: Mapping[str, object]) -> Any:
+        """The ``cel.Activation`` of ``values`` (this backend's CEL values and namespace objects), reused while
+        the same value objects come back (one request's evaluations)."""
+        entries = self._activations.entries
+        key = tuple((name, id(value)) for name, value in values.items())
+        found = entries.get(key)
+        if found is not None:
+            return found[1]
+        data: dict[str, object] = {}
+        bound = {name: namespace for name, namespace in self.namespaces.items() if name in self._late.namespaces}
+        for name, value in values.items():
+            if isinstance(value, Namespace):
+                bound[name] = value
+            else:
+                data[name] = value
+        activation = self._environment(frozenset()).Activation(data, functions=self._late_functions_for(bound))
+        if len(entries) >= _CACHED_ACTIVATIONS:
+            del entries[next(iter(entries))]
+        entries[key] = (tuple(values.values()), activation)
+        return activation
+
+    def _late_functions_for(self, bound: Mapping[str, Namespace]) -> list[Any]:
+        objects = tuple(bound[name] for name in sorted(self._late.namespaces))
+        key = tuple(map(id, objects))
+        found = self._late_functions.get(key)
+        if found is None:
+            if len(self._late_functions) >= _CACHED_ACTIVATIONS:
+                self._late_functions.pop(next(iter(self._late_functions)), None)
+            found = self._late_functions[key] = (objects, self._late.functions(bound))
+        return found[1]
+
+    def to_cel(self, value: object) -> object:
+        """See ``values.to_expr``."""
+        return to_expr(value, self.types)
+
+    def to_python(self, value: object) -> object:
+        """See ``celpython.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
+        return celpython_values.to_python(decoded(value, self.types))

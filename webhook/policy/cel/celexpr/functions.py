@@ -1,0 +1,191 @@
+"""Registering the declared ``Overload``s in cel-cpp: one ``cel.CelExtension``, typed overloads, Python calls.
+
+Each registry overload becomes a cel-cpp overload of the same name and call form, typed by ``types.py``;
+a namespaced one (``sets.contains``, the member call on a namespace object in cel-python) becomes the global
+function of the dotted name (cel-cpp resolves dotted names natively) with the namespace object bound in.
+Namespace objects of a subclass of ``Namespace`` carry per-request data (``clock``, ``cluster``: see
+``registry.Namespace``): their functions are declared without implementation and bound per activation
+(``LateBound.functions``), because cel-cpp lets an activation supply an implementation only for a function
+declared without one. ``dyn`` parameters are declared ``dyn``: through ``cel.CelExtension`` they match every
+argument kind in cel-expr-python 0.1.3 (the ``dyn`` bug of ``cel-engines.md`` §2 is in the ``functions=`` path).
+
+Overloads that cel-cpp's standard library already implements with the same signature (``_CEL_CPP_STANDARD``:
+RE2 ``matches``) are served by cel-cpp: registering them again is an ``ALREADY_EXISTS`` error. Overloads over
+library types that cannot cross cel-cpp (``LibraryTypes.supports``) are not registered: calling one is a
+compile error on this backend.
+
+Every call charges ``cost.library_call_cost`` to the evaluation's budget (``BUDGET``), decodes library value
+messages, and turns ``TypeError``/``AttributeError`` (the implementation does not apply) into
+``found no matching overload for '<name>' applied to (<kinds>)`` and ``CelEvaluationError`` into its message;
+cel-cpp makes the raised exception an error value (``UNKNOWN: <message>``) that ``||``/``&&`` can absorb.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cel_expr_python import cel
+
+from webhook.errors import CelEvaluationError
+from webhook.policy.cel.celexpr.types import NAMESPACE_PREFIX, LibraryTypes
+from webhook.policy.cel.celexpr.values import to_expr
+from webhook.policy.cel.cost import Budget, library_call_cost
+from webhook.policy.cel.libraries.registry import Namespace, Overload
+from webhook.policy.cel.semantics import kind
+
+#: The budget of the evaluation running in this thread (``None``: no cost accounting).
+BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("cel_expr_budget", default=None)
+
+_CEL_CPP_STANDARD = frozenset(
+    {
+        ("matches", True, ("string", "string")),
+        ("matches", False, ("string", "string")),
+    }
+)
+#: cel-cpp's standard conversion functions (global, one argument).
+_CEL_CPP_CONVERSIONS = frozenset(
+    {"bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"}
+)
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+
+
+class LibraryCall:
+    """The Python implementation of one cel-cpp overload: the first of ``overloads`` (same name, call form and
+    cel-cpp argument kinds) that accepts the arguments, called as ``implementation(*bound, *arguments)``."""
+
+    __slots__ = ("bound", "checked", "name", "overloads", "types")
+
+    def __init__(
+        self, name: str, overloads: tuple[Overload, ...], types: LibraryTypes, bound: tuple[object, ...]
+    ) -> None:
+        self.name = name
+        self.overloads = overloads
+        self.types = types
+        self.bound = bound
+        # cel-cpp matches every library message type where one is declared: check the kinds in Python then.
+        self.checked = len(overloads) > 1 or any(types.is_library_kind(p) for o in overloads for p in o.params)
+
+    def __call__(self, *arguments: Any) -> Any:
+        budget = BUDGET.get()
+        if budget is not None:
+            budget.charge(library_call_cost(arguments))
+        decoded = [self.types.decode(argument) for argument in arguments]
+        overload: Overload | None = self.overloads[0]
+        if self.checked:
+            kinds = [kind(argument) for argument in (*self.bound, *decoded)]
+            overload = next((found for found in self.overloads if found.accepts(kinds)), None)
+        try:
+            if overload is None:
+                raise TypeError(self.name)
+            result = overload.implementation(*self.bound, *decoded)
+        except (TypeError, AttributeError):
+            kinds = [kind(argument) for argument in decoded]
+            raise CelEvaluationError(
+                f"found no matching overload for '{self.name}' applied to ({', '.join(kinds)})"
+            ) from None
+        return to_expr(result, self.types)
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One cel-cpp overload: its function name, call form, CEL types and the registry overloads behind it."""
+
+    name: str
+    member: bool
+    params: tuple[str, ...]
+    overloads: tuple[Overload, ...]
+    namespace: str | None
+
+    def cel_types(self, types: LibraryTypes) -> tuple[list[Any], Any]:
+        """The parameter types and the result type: the overloads' own where they agree, ``dyn`` where not."""
+        params = [
+            types.cel_type(declared[0]) if len(set(declared)) == 1 else cel.Type.DYN
+            for declared in zip(*(_declared_params(overload) for overload in self.overloads), strict=True)
+        ]
+        results = [types.result_type(overload) for overload in self.overloads]
+        result = results[0] if all(found == results[0] for found in results) else cel.Type.DYN
+        return params, result
+
+
+def _declared_params(overload: Overload) -> tuple[str, ...]:
+    params = overload.params
+    return params[1:] if params and params[0].startswith(NAMESPACE_PREFIX) else params
+
+
+def declarations(overloads: Iterable[Overload], types: LibraryTypes) -> list[Declaration]:
+    """The registry overloads grouped into cel-cpp overloads.
+
+    cel-cpp dispatches by argument *kind*, and every library value is of kind message, so overloads that differ
+    only in library types (``isGreaterThan`` of Semver and of Quantity) share one cel-cpp overload, declared
+    ``dyn`` where they differ and dispatched in Python (``LibraryCall``). Namespaced overloads become global
+    functions of the dotted name. Exception: a ``dyn`` parameter on a cel-cpp conversion (``string``) collides
+    with cel-cpp's own overloads, so there only the first library type's overload is registered
+    (``string(net.IP)``; ``string(net.CIDR)`` is then a compile error: a listed known difference).
+    """
+    groups: dict[tuple[str, bool, tuple[str, ...]], list[Overload]] = {}
+    namespaces: dict[str, str | None] = {}
+    for overload in overloads:
+        if (overload.name, overload.member, overload.params) in _CEL_CPP_STANDARD or not types.supports(overload):
+            continue
+        params = _declared_params(overload)
+        namespace = overload.params[0].removeprefix(NAMESPACE_PREFIX) if params != overload.params else None
+        name = f"{namespace}.{overload.name}" if namespace else overload.name
+        member = overload.member and namespace is None
+        groups.setdefault((name, member, tuple(map(types.runtime_kind, params))), []).append(overload)
+        namespaces[name] = namespace
+    found = []
+    for (name, member, _), group in groups.items():
+        kept = group
+        if name in _CEL_CPP_CONVERSIONS:  # a dyn parameter would collide with cel-cpp's own overloads
+            kept = [overload for overload in group if overload.params == group[0].params]
+        found.append(Declaration(name, member, _declared_params(kept[0]), tuple(kept), namespaces[name]))
+    return found
+
+
+class LateBound:
+    """The per-request namespaces' declarations and their per-activation implementations."""
+
+    def __init__(self, declared: Iterable[Declaration], types: LibraryTypes) -> None:
+        self._types = types
+        self._declarations = tuple(declared)
+        self.namespaces = frozenset(d.namespace for d in self._declarations if d.namespace is not None)
+
+    def functions(self, bound: Mapping[str, Namespace]) -> list[Any]:
+        """``cel.Function`` implementations of every late-bound function, on the namespace objects of ``bound``
+        (name -> namespace object; every late-bound namespace must be present)."""
+        functions = []
+        for declaration in self._declarations:
+            assert declaration.namespace is not None
+            params, result = declaration.cel_types(self._types)
+            call = LibraryCall(declaration.name, declaration.overloads, self._types, (bound[declaration.namespace],))
+            functions.append(cel.Function(declaration.name, params, False, call, result))
+        return functions
+
+
+def extension(
+    overloads: Iterable[Overload], types: LibraryTypes, namespaces: Sequence[Namespace]
+) -> tuple[Any, LateBound]:
+    """One ``cel.CelExtension`` declaring ``overloads`` (static namespaces bound to ``namespaces``' objects),
+    and the ``LateBound`` declarations of the per-request namespaces (a ``Namespace`` subclass)."""
+    static = {namespace.name: namespace for namespace in namespaces if type(namespace) is Namespace}
+    late: list[Declaration] = []
+    functions: dict[str, list[Any]] = {}
+    for declaration in declarations(overloads, types):
+        params, result = declaration.cel_types(types)
+        options: dict[str, Any] = {}
+        if declaration.namespace is not None and declaration.namespace not in static:
+            late.append(declaration)
+        else:
+            bound = (static[declaration.namespace],) if declaration.namespace is not None else ()
+            options["impl"] = LibraryCall(declaration.name, declaration.overloads, types, bound)
+        form = "member" if declaration.member else "global"
+        identifier = _ID_UNSAFE.sub("_", f"{declaration.name}_{form}_{'_'.join(declaration.params)}")
+        functions.setdefault(declaration.name, []).append(
+            cel.Overload(identifier, result, params, is_member=declaration.member, **options)
+        )
+    extension = cel.CelExtension("upgrade_gate", [cel.FunctionDecl(name, found) for name, found in functions.items()])
+    return extension, LateBound(late, types)

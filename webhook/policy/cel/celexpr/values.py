@@ -1,0 +1,113 @@
+"""The CEL values of the cel-expr backend: plain Python that cel-expr-python takes as activation data.
+
+A CEL value of this backend is ``None bool int float str bytes list dict datetime timedelta``, a library value
+message (``types.LibraryTypes``) or a ``TypeValue``. cel-expr-python converts activation data itself (lazily,
+once per activation and variable); ``to_expr`` only validates and copies (ints must fit int64, as in cel-go),
+encodes library values as their messages and reads naive datetimes as UTC. ``from_expr`` turns an evaluation
+result back (``bytearray`` to ``bytes``, ``cel.Type`` to ``TypeValue``); ``decoded`` turns messages into
+library values for ``to_python``. A ``uint`` result becomes a plain ``int`` (cel-expr-python's
+``plain_value`` does not keep the distinction).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from cel_expr_python import cel
+from google.protobuf.message import Message
+
+from webhook.errors import CelEvaluationError
+
+if TYPE_CHECKING:
+    from webhook.policy.cel.celexpr.types import LibraryTypes
+
+_INT64 = range(-(2**63), 2**63)
+_PASSED = (str, float, bool, type(None), bytes, datetime.timedelta, Message)
+_TYPE_NAMES = {
+    "INT": "int",
+    "UINT": "uint",
+    "DOUBLE": "double",
+    "STRING": "string",
+    "BOOL": "bool",
+    "BYTES": "bytes",
+    "NULL": "null_type",
+    "TIMESTAMP": "google.protobuf.Timestamp",
+    "DURATION": "google.protobuf.Duration",
+    "TYPE": "type",
+}
+
+
+class TypeValue:
+    """A CEL type as a value (``type(1)``); ``str`` is its CEL name (``int``, ``list``, ``kubernetes.Semver``)."""
+
+    cel_type_name = "type"
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TypeValue) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def to_expr(value: object, types: LibraryTypes, path: str = "$") -> object:
+    """``value`` as cel-expr-python activation data or function result.
+
+    Raises ``CelEvaluationError`` for an int outside int64 or a value that is no CEL value (its path is named).
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value not in _INT64:
+            raise CelEvaluationError(f"{path}: integer overflow: {value} is outside the int64 range")
+        return value
+    if isinstance(value, _PASSED):
+        return value
+    if isinstance(value, bytearray):
+        return bytes(value)
+    if isinstance(value, list | tuple):
+        return [to_expr(item, types, f"{path}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {to_expr(key, types, path): to_expr(item, types, f"{path}.{key}") for key, item in value.items()}
+    if isinstance(value, datetime.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
+    if types.is_library_value(value):
+        return types.encode(value)
+    raise CelEvaluationError(f"{path}: a {type(value).__name__} is not a JSON value")
+
+
+def from_expr(value: Any) -> object:
+    """A plain value from cel-expr-python (``Value.plain_value()``) as a CEL value of this backend."""
+    if isinstance(value, str | int | float | type(None)):
+        return value
+    if isinstance(value, list):
+        return [from_expr(item) for item in value]
+    if isinstance(value, dict):
+        return {from_expr(key): from_expr(item) for key, item in value.items()}
+    if isinstance(value, bytearray):
+        return bytes(value)
+    if isinstance(value, cel.Type):
+        return TypeValue(_type_name(value.name()))
+    return value
+
+
+def decoded(value: object, types: LibraryTypes) -> object:
+    """``value`` with every library value message (also inside lists and maps) as its library value."""
+    if isinstance(value, list):
+        return [decoded(item, types) for item in value]
+    if isinstance(value, dict):
+        return {decoded(key, types): decoded(item, types) for key, item in value.items()}
+    return types.decode(value)
+
+
+def _type_name(name: str) -> str:
+    """The CEL name of a cel-cpp type name: ``INT`` -> ``int``, ``LIST<DYN>`` -> ``list``, messages as they are."""
+    if name in _TYPE_NAMES:
+        return _TYPE_NAMES[name]
+    return name.partition("<")[0].lower() if "<" in name else name
