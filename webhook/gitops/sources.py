@@ -4,10 +4,15 @@ Catalogs come from ``upgrade-gate.yaml``'s ``catalogs`` (FBC paths, catalogd URL
 manifests whose content is served at ``content`` with ``{name}`` replaced). A catalog that cannot be loaded
 aborts the cycle (``CatalogError``): resolving without it could remove proposals it still justifies.
 Installed versions come from the manifests' ``status.install.bundle`` or from the cluster (``ClusterView``).
+
+A ``CatalogCache`` kept across cycles (``upgrade-gate sync --interval``) reuses a loaded path catalog, and the
+package models already decoded from it, while no file under it changed (same names, sizes and modification
+times); catalogd URLs are fetched every cycle.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +38,26 @@ class ClusterView(Protocol):
         """One object by group/version, kind, name and namespace (empty: cluster-scoped); ``None`` if absent."""
 
 
+class CatalogCache:
+    """Loaded path catalogs by location, with the fingerprint of their files when loaded."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, tuple[tuple[tuple[str, int, int], ...], Catalog]] = {}
+
+    def load(self, location: str | Path, timeout_s: float) -> Catalog:
+        """``load_catalog(location)``, or the catalog loaded before if its files are unchanged."""
+        if isinstance(location, str) and "://" in location:
+            return load_catalog(location, timeout=timeout_s)
+        key = str(location)
+        fingerprint = _fingerprint(Path(location))
+        cached = self._loaded.get(key)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
+        catalog = load_catalog(location, timeout=timeout_s)
+        self._loaded[key] = (fingerprint, catalog)
+        return catalog
+
+
 @dataclass(frozen=True, slots=True)
 class Catalogs:
     """The loaded catalogs, the ClusterCatalog manifests read (for image templates), and the problems."""
@@ -42,20 +67,21 @@ class Catalogs:
     problems: tuple[Problem, ...]
 
 
-def load_catalogs(root: Path, sources: Sequence[CatalogConfig], *, timeout_s: float = 30.0) -> Catalogs:
-    """Load every configured catalog; an invalid ClusterCatalog manifest is a problem, not an abort.
-
-    Raises ``CatalogError`` when a catalog's content cannot be read.
+def load_catalogs(
+    root: Path, sources: Sequence[CatalogConfig], cache: CatalogCache, *, timeout_s: float = 30.0
+) -> Catalogs:
+    """Load every configured catalog through ``cache``; an invalid ClusterCatalog manifest is a problem, not
+    an abort. Raises ``CatalogError`` when a catalog's content cannot be read.
     """
     catalogs: list[Catalog] = []
     manifests: list[Document] = []
     problems: list[Problem] = []
     for source in sources:
         if source.kind == "url":
-            catalogs.append(load_catalog(source.location, timeout=timeout_s))
+            catalogs.append(cache.load(source.location, timeout_s))
             continue
         if source.kind == "path":
-            catalogs.append(load_catalog(root / source.location, timeout=timeout_s))
+            catalogs.append(cache.load(root / source.location, timeout_s))
             continue
         found = read_documents(root, matching_files(root, [source.location]), "ClusterCatalog")
         problems.extend(found.problems)
@@ -67,8 +93,17 @@ def load_catalogs(root: Path, sources: Sequence[CatalogConfig], *, timeout_s: fl
                 continue
             manifests.append(doc)
             where = source.content.replace("{name}", meta.name)
-            content = load_catalog(where if "://" in where else root / where, timeout=timeout_s)
-            catalogs.append(replace(meta, blobs=content.blobs, unattributed=content.unattributed))
+            content = cache.load(where if "://" in where else root / where, timeout_s)
+            catalogs.append(
+                replace(
+                    content,
+                    name=meta.name,
+                    labels=meta.labels,
+                    priority=meta.priority,
+                    availability_mode=meta.availability_mode,
+                    serving=meta.serving,
+                )
+            )
     return Catalogs(tuple(catalogs), tuple(manifests), tuple(problems))
 
 
@@ -81,3 +116,16 @@ def with_installed(entries: Sequence[ExtensionEntry], installed: Mapping[str, tu
         extension = replace(entry.extension, installed=InstalledBundle(*bundle) if bundle else None)
         result.append(replace(entry, extension=extension))
     return result
+
+
+def _fingerprint(path: Path) -> tuple[tuple[str, int, int], ...]:
+    """Every file under ``path`` (or ``path`` itself) with its size and modification time, sorted."""
+    found = []
+    if path.is_file():
+        stat = path.stat()
+        return ((path.name, stat.st_size, stat.st_mtime_ns),)
+    for directory, _, files in os.walk(path):
+        for name in files:
+            stat = os.stat(os.path.join(directory, name))  # noqa: PTH116, PTH118 - os.walk's strings, 2,000 files
+            found.append((os.path.join(directory, name), stat.st_size, stat.st_mtime_ns))  # noqa: PTH118
+    return tuple(sorted(found))

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webhook.errors import GitError, InputError, ManifestError
+from webhook.errors import CatalogError, GitError, InputError, ManifestError
 from webhook.gitops.body import render_body
 from webhook.gitops.config import SyncConfig, load_config
 from webhook.gitops.forge import Forge, PullRequest, make_forge
@@ -64,7 +64,7 @@ from webhook.gitops.proposals import (
     plan_orphans,
 )
 from webhook.gitops.repo import Credentials, Identity, NewCommit, RefUpdate, Repo
-from webhook.gitops.sources import Catalogs, ClusterView, load_catalogs, with_installed
+from webhook.gitops.sources import CatalogCache, Catalogs, ClusterView, load_catalogs, with_installed
 from webhook.gitops.templates import plan_catalog_image
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.resolve.revision import check_extension
@@ -126,8 +126,9 @@ class SyncOptions:
     """Everything a cycle needs besides the repository's own ``upgrade-gate.yaml``.
 
     ``repo`` is a Git URL or local path; ``workdir`` the sync loop's working clone (created on first use);
-    ``cluster`` is required for ``installed: cluster`` and GVK image templates; ``clock`` returns the current
-    UTC time.
+    ``cluster`` is required for ``installed: cluster`` and GVK image templates; ``catalog_cache`` carries loaded
+    catalogs from one cycle to the next (reuse the options across cycles); ``clock`` returns the current UTC
+    time.
     """
 
     repo: str
@@ -136,6 +137,7 @@ class SyncOptions:
     forge_token: str = ""
     cluster: ClusterView | None = None
     max_push_attempts: int = 3
+    catalog_cache: CatalogCache = field(default_factory=CatalogCache)
     progress: Progress | None = None
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
 
@@ -223,7 +225,7 @@ class _Cycle:
         if config.installed == "cluster" and cluster is None:
             raise InputError("upgrade-gate.yaml: installed: cluster needs a cluster (in-cluster or a kubeconfig)")
         with self.timed("catalogs"):
-            catalogs = load_catalogs(root, config.catalogs)
+            catalogs = load_catalogs(root, config.catalogs, self.options.catalog_cache)
             installed = cluster.installed_bundles() if cluster is not None and config.installed == "cluster" else None
             kube_version = config.kube_version or (cluster.server_version() if cluster is not None else None)
         for problem in catalogs.problems:
@@ -302,14 +304,21 @@ class _Cycle:
         plan: dict[str, Change | Outcome] = {}
         wanted = [e for e in extensions if scope is None or e.extension.name in scope]
         catalogs = inputs.catalogs.catalogs
+        with self.timed("catalogs"):  # decode the packages resolution will read (catalogs keep blobs as text)
+            for catalog in catalogs:
+                for package in sorted({e.extension.source.package for e in wanted}):
+                    with contextlib.suppress(CatalogError):  # reported by the resolution that reads it
+                        catalog.package(package)
+        with self.timed("read"):
+            prefix = config.branch_prefix
+            proposed = {
+                e.extension.name: _branch_revisions(states.get(branch_name(prefix, e.extension.name))) for e in wanted
+            }
         with self.timed("resolve"):
             for index, entry in enumerate(wanted, start=1):
                 name = entry.extension.name
-                state = states.get(branch_name(config.branch_prefix, name))
                 check = check_extension(entry.extension, catalogs)
-                plan[name] = plan_extension(
-                    entry, check, per_extension.get(name, []), _branch_revisions(state), context
-                )
+                plan[name] = plan_extension(entry, check, per_extension.get(name, []), proposed[name], context)
                 if self.options.progress is not None:
                     self.options.progress(name, index, len(wanted))
         known = {e.extension.name for e in extensions}
