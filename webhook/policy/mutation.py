@@ -165,6 +165,8 @@ def apply_json_patch(obj: Any, operations: Any) -> Any:
     Raises ``MutationError`` for a malformed patch or an operation that does not apply."""
     if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
         raise MutationError("JSONPatch expression must evaluate to a list of JSONPatch")
+    if not operations:  # the usual answer of a conditional mutation; jsonpatch would deep-copy for nothing
+        return obj
     try:
         return jsonpatch.JsonPatch(operations).apply(obj)
     except jsonpatch.JsonPatchTestFailed:
