@@ -9,8 +9,10 @@ from __future__ import annotations
 import click
 
 from webhook.cli.cel import cel
+from webhook.cli.certs import certs
 from webhook.cli.policy import policy
 from webhook.cli.resolve import resolve
+from webhook.cli.serve import serve
 from webhook.cli.sync import sync
 
 
@@ -32,4 +34,6 @@ def main() -> None:
 main.add_command(resolve)
 main.add_command(policy)
 main.add_command(cel)
+main.add_command(serve)
+main.add_command(certs)
 main.add_command(sync)
