@@ -9,6 +9,7 @@ that the kube-apiserver does not have (a policy using one is not portable to in-
 from __future__ import annotations
 
 from webhook.policy.cel.libraries import (
+    addons,
     extensions,
     format,
     jsonpatch,
@@ -37,6 +38,7 @@ LIBRARY: tuple[Overload, ...] = (
     *format.OVERLOADS,
     *jsonpatch.OVERLOADS,
     *extensions.OVERLOADS,
+    *addons.OVERLOADS,
 )
 
 NAMESPACES: tuple[Namespace, ...] = (
@@ -47,6 +49,7 @@ NAMESPACES: tuple[Namespace, ...] = (
     format.NAMESPACE,
     jsonpatch.NAMESPACE,
     *extensions.UNBOUND,
+    addons.NAMESPACE,
 )
 
 EXTENSION_FUNCTIONS: frozenset[str] = frozenset(

@@ -1,0 +1,216 @@
+"""``addon``: the seed 004 add-on ``installVersion`` lifecycle in CEL, over ``webhook.addons`` (no rule here).
+
+NOT in the kube-apiserver: a policy using one of these is not portable. Static namespace::
+
+    addon.isVersion(string) -> bool                         parse_addon_version: optional v, 1-3 numbers
+    addon.changeType(last string|null, install string) -> string
+                                                            classify: Installing | Upgrading | Rollingback |
+                                                            Unchanged (last null, '', unknown or malformed:
+                                                            Installing)
+    addon.resolveVersion(versions map|null, install string|null) -> string|null
+                                                            AddOnVersions.resolve: install, else defaultVersion
+    addon.versionError(versions map|null, install string|null) -> string
+    addon.versionError(versions map|null, install string|null, field string) -> string
+                                                            AddOnVersions.validate: the denial message ending
+                                                            '; supported versions: v1, v2', '' when valid
+    addon.placementChanges(oldObject map|null, object map) -> list<map>
+                                                            placement_changes of a ClusterManagementAddOn:
+                                                            {namespace, name, lastVersion, installVersion,
+                                                            change, configChange, configs} per placement
+    addon.configChange(previous list|null, desired list|null, lastKnownGood list|null) -> string
+                                                            classify_configs, the same four values
+    addon.lastKnownGoodConfigs(cma map, namespace string, name string) -> list<map>
+    addon.renderConfigs(configs list|null) -> string        render_configs: 'group/resource/namespace/name, ...'
+    addon.canaryGate(version string, canaries list<map>, soak duration, now timestamp) -> map
+    addon.configCanaryGate(configs list|null, canaries list<map>, soak duration, now timestamp) -> map
+                                                            canary_gate over the canary ManagedClusterAddOns
+                                                            (Observation.of_install_version / of_configs):
+                                                            {allowed bool, message string, readyAt string|null}
+                                                            (readyAt: RFC 3339, when the soak ends or ended;
+                                                            a string because cel-expr cannot return a
+                                                            timestamp inside a map)
+
+``versions`` is a ClusterManagementAddOn ``status`` (``supportedVersions``, ``defaultVersion``). Errors: a
+malformed version where one must be ordered (``changeType``'s ``install``), a malformed status or config entry
+(``webhook.errors.InputError`` of the core) is an evaluation error with the core's message; an argument of
+the wrong shape (a string where a map is wanted) is no matching overload.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from webhook.addons import (
+    AddOnVersions,
+    CanaryVerdict,
+    Observation,
+    Placement,
+    canary_gate,
+    classify,
+    classify_configs,
+    last_known_good_configs,
+    parse_addon_version,
+    placement_changes,
+    render_configs,
+)
+from webhook.conditions import format_time
+from webhook.errors import CelEvaluationError, InputError
+from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced
+
+NAMESPACE = Namespace("addon")
+_T = TypeVar("_T")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with CEL maps, lists and strings as plain ``dict``, ``list`` and ``str`` (cel-python's map
+    type raises on ``get`` of a missing key; the core reads JSON-shaped values)."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return str(value) if isinstance(value, str) else value
+
+
+def _map(value: Any) -> dict[str, Any] | None:
+    if value is None or isinstance(value, Mapping):
+        return _plain(value)  # type: ignore[no-any-return]
+    raise TypeError("a map or null is wanted")
+
+
+def _configs(value: Any) -> list[dict[str, Any]] | None:
+    if value is None:
+        return None
+    if isinstance(value, list) and all(isinstance(item, Mapping) for item in value):
+        return _plain(value)  # type: ignore[no-any-return]
+    raise TypeError("a list of maps or null is wanted")
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return None if value is None else str(value)
+    raise TypeError("a string or null is wanted")
+
+
+def _core(call: Callable[[], _T]) -> _T:
+    """``call()``, its ``InputError`` (``InvalidVersion`` included) as the evaluation error of the same text."""
+    try:
+        return call()
+    except InputError as error:
+        raise CelEvaluationError(str(error)) from None
+
+
+def is_version(_addon: Namespace, text: str) -> bool:
+    """``addon.isVersion(text)``: ``parse_addon_version`` accepts ``text``."""
+    try:
+        parse_addon_version(text)
+    except InputError:
+        return False
+    return True
+
+
+def change_type(_addon: Namespace, last: Any, install: str) -> str:
+    """``addon.changeType(last, install)``: ``classify(last, install)`` (seed 004 "Condition")."""
+    return _core(lambda: classify(_text(last), install).value)
+
+
+def resolve_version(_addon: Namespace, versions: Any, install: Any) -> str | None:
+    """``addon.resolveVersion(versions, install)``: ``install`` when non-empty, else ``defaultVersion``."""
+    return _core(lambda: AddOnVersions.from_status(_map(versions)).resolve(_text(install)))
+
+
+def version_error(_addon: Namespace, versions: Any, install: Any, field: str = "installVersion") -> str:
+    """``addon.versionError(versions, install[, field])``: ``AddOnVersions.validate``, ``''`` when valid."""
+    return _core(lambda: AddOnVersions.from_status(_map(versions)).validate(_text(install), field=field) or "")
+
+
+def _placement_changes(old: Any, new: Any) -> list[dict[str, Any]]:
+    new = _map(new)
+    if new is None:
+        raise TypeError("object is null")
+    placements = Placement.all_of(new)
+    return [
+        {
+            "namespace": moved.namespace,
+            "name": moved.name,
+            "lastVersion": moved.last_version,
+            "installVersion": moved.install_version,
+            "change": None if moved.change is None else moved.change.value,
+            "configChange": moved.config_change.value,
+            "configs": list(placements[moved.namespace, moved.name].configs),
+        }
+        for moved in placement_changes(_map(old), new)
+    ]
+
+
+def changes_of_placements(_addon: Namespace, old: Any, new: Any) -> list[dict[str, Any]]:
+    """``addon.placementChanges(oldObject, object)``: ``placement_changes`` as maps, with each placement's
+    ``configs`` (upstream ``configs``, else the seed's ``addonTemplate.configs``)."""
+    return _core(lambda: _placement_changes(old, new))
+
+
+def config_change(_addon: Namespace, previous: Any, desired: Any, last_known_good: Any) -> str:
+    """``addon.configChange(previous, desired, lastKnownGood)``: ``classify_configs``."""
+    return _core(lambda: classify_configs(_configs(previous), _configs(desired), _configs(last_known_good)).value)
+
+
+def known_good_configs(_addon: Namespace, cma: Any, namespace: str, name: str) -> list[dict[str, str]]:
+    """``addon.lastKnownGoodConfigs(cma, namespace, name)``: ``last_known_good_configs``."""
+    found = _map(cma)
+    return [] if found is None else last_known_good_configs(found, namespace, name)
+
+
+def configs_text(_addon: Namespace, configs: Any) -> str:
+    """``addon.renderConfigs(configs)``: ``render_configs``."""
+    return _core(lambda: render_configs(_configs(configs)))
+
+
+def _verdict(
+    target: str,
+    canaries: Iterable[Any],
+    observe: Callable[[Mapping[str, Any]], Observation],
+    soak: datetime.timedelta,
+    now: datetime.datetime,
+) -> dict[str, Any]:
+    if not isinstance(canaries, list) or not all(isinstance(canary, Mapping) for canary in canaries):
+        raise TypeError("canaries must be a list of maps")
+    verdict: CanaryVerdict = canary_gate(
+        target,
+        [observe(_plain(canary)) for canary in canaries],
+        soak=datetime.timedelta(soak.days, soak.seconds, soak.microseconds),  # a plain one prints as 1:00:00
+        now=now,
+    )
+    ready_at = None if verdict.ready_at is None else format_time(verdict.ready_at)
+    return {"allowed": verdict.allowed, "message": verdict.message, "readyAt": ready_at}
+
+
+def version_canary_gate(
+    _addon: Namespace, version: str, canaries: Any, soak: datetime.timedelta, now: datetime.datetime
+) -> dict[str, Any]:
+    """``addon.canaryGate(version, canaries, soak, now)``: ``canary_gate`` over ``Observation.of_install_version``
+    of each canary ManagedClusterAddOn (seed 004 "Canary upgrade")."""
+    return _core(lambda: _verdict(version, canaries, Observation.of_install_version, soak, now))
+
+
+def config_canary_gate(
+    _addon: Namespace, configs: Any, canaries: Any, soak: datetime.timedelta, now: datetime.datetime
+) -> dict[str, Any]:
+    """``addon.configCanaryGate(configs, canaries, soak, now)``: ``canary_gate`` of ``render_configs(configs)``
+    over ``Observation.of_configs`` of each canary ManagedClusterAddOn (upstream config-based rollout)."""
+    return _core(lambda: _verdict(render_configs(_configs(configs)), canaries, Observation.of_configs, soak, now))
+
+
+OVERLOADS: tuple[Overload, ...] = (
+    namespaced("addon", "isVersion", is_version, "string", portable=False),
+    namespaced("addon", "changeType", change_type, "dyn", "string", portable=False),
+    namespaced("addon", "resolveVersion", resolve_version, "dyn", "dyn", portable=False),
+    namespaced("addon", "versionError", version_error, "dyn", "dyn", portable=False),
+    namespaced("addon", "versionError", version_error, "dyn", "dyn", "string", portable=False),
+    namespaced("addon", "placementChanges", changes_of_placements, "dyn", "dyn", portable=False),
+    namespaced("addon", "configChange", config_change, "dyn", "dyn", "dyn", portable=False),
+    namespaced("addon", "lastKnownGoodConfigs", known_good_configs, "dyn", "string", "string", portable=False),
+    namespaced("addon", "renderConfigs", configs_text, "dyn", portable=False),
+    namespaced("addon", "canaryGate", version_canary_gate, "string", "list", "duration", "timestamp", portable=False),
+    namespaced("addon", "configCanaryGate", config_canary_gate, "dyn", "list", "duration", "timestamp", portable=False),
+)
