@@ -66,9 +66,10 @@ class ServeSettings:
 
     Inputs: ``policies`` (``UPGRADE_GATE_POLICIES``, ``policies``: the directory or file of the policy set),
     ``objects`` (``UPGRADE_GATE_OBJECTS``: manifests that stand in for the cluster; ``None`` = use the cluster
-    when one is configured), ``cluster`` (``UPGRADE_GATE_CLUSTER``: ``auto`` = in-cluster or kubeconfig when
-    available, ``off``, ``on`` = required), ``kubeconfig`` (``KUBECONFIG``), ``namespace``
-    (``POD_NAMESPACE``, ``upgrade-gate``: where param ConfigMaps are watched).
+    when one is configured), ``cluster`` (``UPGRADE_GATE_CLUSTER``: ``auto`` = watch the cluster when running
+    in a pod, ``on`` = watch it (in-cluster, else the kubeconfig; required), ``off``), ``in_pod`` (whether
+    ``KUBERNETES_SERVICE_HOST`` is set), ``kubeconfig`` (``KUBECONFIG``), ``namespace`` (``POD_NAMESPACE``,
+    ``upgrade-gate``: where param ConfigMaps are watched).
 
     Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU core), ``request_timeout_s``
     (``UPGRADE_GATE_REQUEST_TIMEOUT``, 8 s: an evaluation still running then is stopped and the request
@@ -89,6 +90,7 @@ class ServeSettings:
     policies: Path = Path("policies")
     objects: Path | None = None
     cluster: str = "auto"
+    in_pod: bool = False
     kubeconfig: Path | None = None
     namespace: str = "upgrade-gate"
     workers: int = 0
@@ -117,6 +119,7 @@ class ServeSettings:
             policies=_path(env, f"{_PREFIX}POLICIES") or defaults.policies,
             objects=_path(env, f"{_PREFIX}OBJECTS"),
             cluster=cluster,
+            in_pod=bool(env.get("KUBERNETES_SERVICE_HOST", "").strip()),
             kubeconfig=_path(env, "KUBECONFIG"),
             namespace=_text(env, "POD_NAMESPACE", defaults.namespace),
             workers=int(_number(env, f"{_PREFIX}WORKERS", defaults.workers)),
@@ -131,6 +134,11 @@ class ServeSettings:
     def worker_count(self) -> int:
         """``workers``, or one per CPU core when 0."""
         return self.workers or os.cpu_count() or 1
+
+    @property
+    def watches_cluster(self) -> bool:
+        """True when lookups come from a cluster: no ``objects``, and ``cluster`` on, or auto in a pod."""
+        return self.objects is None and (self.cluster == "on" or (self.cluster == "auto" and self.in_pod))
 
     @property
     def uses_dev_certs(self) -> bool:
@@ -160,6 +168,7 @@ class SyncSettings:
     forge_token: str = ""
     workdir: Path | None = None
     cluster: str = "auto"
+    in_pod: bool = False
     kubeconfig: Path | None = None
     leader_election: bool = False
     lease_name: str = "upgrade-gate-sync"
@@ -182,6 +191,7 @@ class SyncSettings:
             forge_token=env.get(f"{_PREFIX}FORGE_TOKEN", "").strip(),
             workdir=_path(env, f"{_PREFIX}SYNC_WORKDIR"),
             cluster=cluster,
+            in_pod=bool(env.get("KUBERNETES_SERVICE_HOST", "").strip()),
             kubeconfig=_path(env, "KUBECONFIG"),
             leader_election=_flag(env, f"{_PREFIX}LEADER_ELECTION", defaults.leader_election),
             lease_name=_text(env, f"{_PREFIX}LEASE_NAME", defaults.lease_name),

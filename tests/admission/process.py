@@ -126,14 +126,21 @@ class Server:
 
 @contextmanager
 def serving(
-    tmp: Path, policies: Path, *args: str, client_ca: bool = False, env: dict[str, str] | None = None
+    tmp: Path,
+    policies: Path,
+    *args: str,
+    client_ca: bool = False,
+    dev_certs: bool = False,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Server]:
-    """Run ``upgrade-gate serve`` over ``policies`` with fresh certificates in ``tmp``; stop it on exit."""
+    """Run ``upgrade-gate serve`` over ``policies`` in ``tmp`` with fresh certificates (made here, or with
+    ``dev_certs`` by the server itself in ``tmp/certs``); stop it on exit."""
     certs = tmp / "certs"
-    generate_certificates(certs, ["localhost"], ["127.0.0.1"])
     port = free_port()
-    argv = [str(SCRIPT), "serve", "--cert", str(certs / "tls.crt"), "--key", str(certs / "tls.key")]
-    argv += ["--policies", str(policies), "--port", str(port), "--cluster", "off", *args]
+    argv = [str(SCRIPT), "serve", "--policies", str(policies), "--port", str(port), "--cluster", "off", *args]
+    if not dev_certs:
+        generate_certificates(certs, ["localhost"], ["127.0.0.1"])
+        argv += ["--cert", str(certs / "tls.crt"), "--key", str(certs / "tls.key")]
     client = None
     if client_ca:
         client = client_certificate(certs, tmp / "client")

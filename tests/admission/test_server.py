@@ -7,6 +7,7 @@ import json
 import ssl
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,3 +77,17 @@ def test_every_decision_is_one_json_log_line(server: Server) -> None:
     uids = {d["uid"] for d in decisions}
     assert {case["review"]["request"]["uid"] for case in CASES} <= uids
     assert not any("spec" in line or "object" in line for line in map(json.dumps, decisions))
+
+
+ROOT_POLICIES = Path(__file__).parents[2] / "policies"
+
+
+@pytest.mark.skipif(not any(ROOT_POLICIES.glob("*.yaml")), reason="the bundled policies/ has no policy yet")
+def test_the_bundled_policies_serve_with_certificates_generated_on_first_run(tmp_path: Path) -> None:
+    review = next(case for case in CASES if case["endpoint"] == "mutate")["review"]
+    with serving(tmp_path, ROOT_POLICIES, "--workers", "1", dev_certs=True) as running:
+        answer = running.review("mutate", review)
+        ready = running.request("GET", "/readyz")[1]
+    assert answer["response"]["uid"] == review["request"]["uid"]
+    assert ready["policies"]["validatingPolicies"] > 0
+    assert sorted(path.name for path in (tmp_path / "certs").iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]

@@ -34,6 +34,8 @@ from webhook.admission.metrics import Metrics, forget_process
 from webhook.admission.runtime import ClusterCache, PolicyRuntime
 from webhook.admission.tls import ReloadingContext, development_certificates
 from webhook.errors import InputError, PolicyLoadError
+from webhook.kube.cache import ApiSource, WatchCache, policy_resources
+from webhook.kube.cluster import connect
 from webhook.settings import ServeSettings
 
 log = logging.getLogger(__name__)
@@ -123,9 +125,20 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
             forget_process(self.settings.metrics_dir, worker.pid)
 
 
-def serve(settings: ServeSettings, cluster: ClusterFactory | None = None) -> None:
+def cluster_cache(settings: ServeSettings) -> ClusterFactory | None:
+    """When ``settings.watches_cluster``: a factory of started watch caches of ``policy_resources`` (one per
+    worker, each with its own API client). Checks the configuration once; raises ``ClusterError`` if none."""
+    if not settings.watches_cluster:
+        return None
+    connect(settings.kubeconfig)
+    resources = policy_resources(settings.namespace)
+    return lambda: WatchCache(ApiSource(connect(settings.kubeconfig)), resources, resync_s=settings.resync_s).start()
+
+
+def serve(settings: ServeSettings) -> None:
     """Load everything, then serve until SIGTERM/SIGINT. Raises ``InputError`` (bad certificate files,
-    ``cert`` without ``key``) and ``PolicyLoadError`` (a policy set that does not load at start)."""
+    ``cert`` without ``key``), ``PolicyLoadError`` (a policy set that does not load at start) and
+    ``ClusterError`` (a cluster to watch but no configuration for it)."""
     if (settings.cert is None) != (settings.key is None):
         raise InputError("--cert and --key go together")
     if settings.cert is not None and settings.key is not None:
@@ -138,4 +151,5 @@ def serve(settings: ServeSettings, cluster: ClusterFactory | None = None) -> Non
     runtime = PolicyRuntime(settings.policies, settings.objects, metrics=metrics)
     if not runtime.load():
         raise PolicyLoadError(runtime.error or "the policy set does not load")
+    cluster = cluster_cache(settings)
     WebhookServer(settings, create_app(settings, runtime, metrics), runtime, tls, cluster).run()
