@@ -79,6 +79,9 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
             "certfile": str(self.tls.cert),
             "keyfile": str(self.tls.key),
             "ssl_context": self.tls,
+            # gunicorn's runtime control socket ($HOME/.gunicorn/gunicorn.ctl) is shared by every server of a
+            # user and writes outside the read-only root filesystem of the chart: SIGHUP and SIGTERM suffice.
+            "control_socket_disable": True,
             "accesslog": None,
             "errorlog": "-",
             "logconfig_dict": logs.dict_config(settings.log_level),

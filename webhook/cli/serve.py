@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from webhook import logs
 from webhook.cli.common import handle_errors
 from webhook.settings import ServeSettings
 
@@ -53,6 +54,7 @@ def serve(**flags: Any) -> None:
         given["log_level"] = given["log_level"].upper()
     settings = dataclasses.replace(ServeSettings.from_env(), **given)
     settings = dataclasses.replace(settings, metrics_dir=_metrics_directory(settings.metrics_dir))
+    logs.configure(settings.log_level)
     # prometheus_client chooses its multiprocess mode when first imported: after the directory is set.
     from webhook.admission.server import serve as run  # noqa: PLC0415
 
