@@ -9,7 +9,6 @@ list cannot go stale.
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,31 +19,14 @@ from webhook.policy.cel import extension_bindings
 from webhook.policy.cel.backend import Backend
 from webhook.policy.cel.environment import ENGINES, Environment, backend_named
 
-TABLES = Path(__file__).resolve().parents[2] / "data" / "cel"
-KNOWN = TABLES / "known_differences.yaml"
+from .tables import KNOWN, rows, strict
+
 NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.UTC)
 
 
-def _rows() -> dict[str, dict[str, Any]]:
-    rows = {}
-    for table in sorted(TABLES.glob("*.yaml")):
-        if table != KNOWN:
-            rows.update({f"{table.stem}: {row['why']}": row for row in yaml.safe_load(table.read_text("utf-8"))})
-    return rows
-
-
-ROWS = _rows()
+ROWS = rows()
 DIFFERENCES = yaml.safe_load(KNOWN.read_text("utf-8"))
 KNOWN_ROWS = {row: difference["cause"] for difference in DIFFERENCES for row in difference["rows"]}
-
-
-def _strict(value: Any) -> Any:
-    """``value`` with its Python type attached at every level, so that ``1 != 1.0 != True``."""
-    if isinstance(value, list):
-        return ("list", [_strict(item) for item in value])
-    if isinstance(value, dict):
-        return ("dict", {key: _strict(item) for key, item in value.items()})
-    return (type(value).__name__, value)
 
 
 def outcome(backend: Backend, row: dict[str, Any]) -> tuple[str, Any]:
@@ -56,7 +38,7 @@ def outcome(backend: Backend, row: dict[str, Any]) -> tuple[str, Any]:
         return "compile", str(error)
     try:
         activation = {**extension_bindings(None, NOW), **{name: backend.to_cel(v) for name, v in values.items()}}
-        return "value", _strict(backend.to_python(program.evaluate(activation)))
+        return "value", strict(backend.to_python(program.evaluate(activation)))
     except CostLimitExceeded as error:
         return "cost", str(error)
     except CelError as error:

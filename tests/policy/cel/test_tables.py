@@ -7,16 +7,15 @@ or ``evaluate`` (default). Expected values come from the Kubernetes / cel-go sem
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from webhook.errors import CelCompileError, CelError, CelEvaluationError, CostLimitExceeded
 from webhook.policy.cel import evaluate
 
-TABLES = Path(__file__).resolve().parents[2] / "data" / "cel"
+from .tables import rows, strict
+
 PHASES: dict[str, type[CelError]] = {
     "compile": CelCompileError,
     "evaluate": CelEvaluationError,
@@ -24,26 +23,10 @@ PHASES: dict[str, type[CelError]] = {
 }
 
 
-def _rows() -> list[Any]:
-    params = []
-    for table in sorted(TABLES.glob("*.yaml")):
-        if table.name == "known_differences.yaml":  # not a table: read by test_backends_agree.py
-            continue
-        for row in yaml.safe_load(table.read_text(encoding="utf-8")):
-            params.append(pytest.param(row, id=f"{table.stem}: {row['why']}"))
-    return params
+ROWS = rows()
 
 
-def _strict(value: Any) -> Any:
-    """``value`` with its Python type attached at every level, so that ``1 != 1.0 != True``."""
-    if isinstance(value, list):
-        return ("list", [_strict(item) for item in value])
-    if isinstance(value, dict):
-        return ("dict", {key: _strict(item) for key, item in value.items()})
-    return (type(value).__name__, value)
-
-
-@pytest.mark.parametrize("row", _rows())
+@pytest.mark.parametrize("row", ROWS.values(), ids=ROWS.keys())
 def test_row(row: dict[str, Any]) -> None:
     expression, variables = row["expression"], row.get("variables")
     if "error" in row:
@@ -51,4 +34,4 @@ def test_row(row: dict[str, Any]) -> None:
             evaluate(expression, variables)
         assert row["error"] in str(raised.value)
     else:
-        assert _strict(evaluate(expression, variables)) == _strict(row["expected"])
+        assert strict(evaluate(expression, variables)) == strict(row["expected"])
