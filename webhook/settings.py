@@ -26,6 +26,14 @@ def _text(env: Mapping[str, str], name: str, default: str) -> str:
     return env.get(name, default).strip() or default
 
 
+def _cluster_mode(env: Mapping[str, str], default: str) -> str:
+    """``UPGRADE_GATE_CLUSTER``: ``auto``, ``on`` or ``off``; raises ``InputError`` for anything else."""
+    cluster = _text(env, f"{_PREFIX}CLUSTER", default).lower()
+    if cluster not in ("auto", "on", "off"):
+        raise InputError(f"{_PREFIX}CLUSTER={cluster!r}: expected auto, on or off")
+    return cluster
+
+
 def _path(env: Mapping[str, str], name: str) -> Path | None:
     value = env.get(name, "").strip()
     return Path(value) if value else None
@@ -109,9 +117,7 @@ class ServeSettings:
         """
         env = os.environ if env is None else env
         defaults = cls()
-        cluster = _text(env, f"{_PREFIX}CLUSTER", defaults.cluster).lower()
-        if cluster not in ("auto", "on", "off"):
-            raise InputError(f"{_PREFIX}CLUSTER={cluster!r}: expected auto, on or off")
+        cluster = _cluster_mode(env, defaults.cluster)
         return cls(
             host=_text(env, f"{_PREFIX}HOST", defaults.host),
             port=int(_number(env, f"{_PREFIX}PORT", defaults.port, minimum=1)),
@@ -182,9 +188,7 @@ class SyncSettings:
         parse."""
         env = os.environ if env is None else env
         defaults = cls()
-        cluster = _text(env, f"{_PREFIX}CLUSTER", defaults.cluster).lower()
-        if cluster not in ("auto", "on", "off"):
-            raise InputError(f"{_PREFIX}CLUSTER={cluster!r}: expected auto, on or off")
+        cluster = _cluster_mode(env, defaults.cluster)
         return cls(
             git_username=env.get(f"{_PREFIX}GIT_USERNAME", ""),
             git_password=env.get(f"{_PREFIX}GIT_PASSWORD", ""),
