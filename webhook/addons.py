@@ -224,7 +224,9 @@ def progressing_condition(
     if current_version == install_version:
         return _progressing(False, Reason.SUCCEED, SUCCESS_MESSAGE)
     attempt = _attempt(last_version, install_version)
-    if not _parses(install_version) or (supported_versions is not None and install_version not in supported_versions):
+    if not is_addon_version(install_version) or (
+        supported_versions is not None and install_version not in supported_versions
+    ):
         return _progressing(False, Reason.FAILED, f"could not {attempt} invalid version {install_version}")
     if failed_reason:
         return _progressing(False, Reason.FAILED, f"could not {attempt} version {install_version}: {failed_reason}")
@@ -237,7 +239,8 @@ def progressing_condition(
     )
 
 
-def _parses(version: str) -> bool:
+def is_addon_version(version: str) -> bool:
+    """True when ``parse_addon_version`` accepts ``version``."""
     try:
         parse_addon_version(version)
     except InvalidVersion:
@@ -305,7 +308,7 @@ class AddOnVersions:
             return f"{field} is empty and there is no defaultVersion; {supported}"
         quoted = json.dumps(version)
         subject = f"{field} {quoted}" if install_version else f"{field} is empty and defaultVersion {quoted}"
-        if not _parses(version):
+        if not is_addon_version(version):
             return f"{subject} is not a version; {supported}"
         if version not in self.supported:
             return f"{subject} is not a supported version; {supported}"

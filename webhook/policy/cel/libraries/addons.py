@@ -50,8 +50,8 @@ from webhook.addons import (
     canary_gate,
     classify,
     classify_configs,
+    is_addon_version,
     last_known_good_configs,
-    parse_addon_version,
     placement_changes,
     render_configs,
 )
@@ -103,11 +103,7 @@ def _core(call: Callable[[], _T]) -> _T:
 
 def is_version(_addon: Namespace, text: str) -> bool:
     """``addon.isVersion(text)``: ``parse_addon_version`` accepts ``text``."""
-    try:
-        parse_addon_version(text)
-    except InputError:
-        return False
-    return True
+    return is_addon_version(text)
 
 
 def change_type(_addon: Namespace, last: Any, install: str) -> str:
