@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from webhook.policy import model
-from webhook.policy.cel.libraries.extensions import extension_bindings
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.policy.store import InMemoryObjectStore
@@ -171,10 +170,12 @@ def main() -> None:
     for part in (policies.validating_policies, policies.mutating_policies):
         instrument(part, recorder)
     store = InMemoryObjectStore([*policies.params, EXTENSION, revision(True)])
-    engine = PolicyEngine(policies, store, bindings=extension_bindings(store, NOW))
+    engine = PolicyEngine(policies, store)
     figures: dict[str, dict[str, float]] = {}
     for name, (req, namespace) in scenarios().items():
-        for endpoint, run in (("validate", engine.validate), ("mutate", engine.mutate)):
+        validate = functools.partial(engine.validate, now=NOW)
+        mutate = functools.partial(engine.mutate, now=NOW)
+        for endpoint, run in (("validate", validate), ("mutate", mutate)):
             recorder.calls.clear()
             recorder.recording = True
             decision = run(req, namespace)

@@ -22,7 +22,6 @@ from webhook.admission.metrics import Metrics
 from webhook.admission.review import Decision
 from webhook.admission.stores import LayeredObjectStore, read_objects
 from webhook.errors import InputError
-from webhook.policy.cel import extension_bindings
 from webhook.policy.documents import policy_files
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
@@ -56,8 +55,7 @@ class ClusterCache(ObjectStore, Protocol):
 
 class EngineAdmitter:
     """An ``Admitter`` over ``webhook.policy.engine.PolicyEngine``: looks up the request's Namespace in
-    ``store`` (``namespaceObject``) and binds the extension libraries (``cluster`` over ``store``,
-    ``clock`` at the request time from ``clock``, UTC) for each request."""
+    ``store`` (``namespaceObject``) and gives the engine each request's time from ``clock`` (``clock.now()``)."""
 
     def __init__(
         self,
@@ -68,9 +66,7 @@ class EngineAdmitter:
         self.policies = policies
         self.store = store
         self.clock = clock
-
-    def _engine(self) -> PolicyEngine:
-        return PolicyEngine(self.policies, self.store, bindings=extension_bindings(self.store, self.clock()))
+        self.engine = PolicyEngine(policies, store)
 
     def _namespace(self, request: Mapping[str, Any]) -> KubeObject | None:
         name = request.get("namespace")
@@ -78,11 +74,11 @@ class EngineAdmitter:
 
     def validate(self, request: Mapping[str, Any]) -> Decision:
         """See ``Admitter.validate``."""
-        return self._engine().validate(request, self._namespace(request))
+        return self.engine.validate(request, self._namespace(request), now=self.clock())
 
     def mutate(self, request: Mapping[str, Any]) -> Decision:
         """See ``Admitter.mutate``."""
-        return self._engine().mutate(request, self._namespace(request))
+        return self.engine.mutate(request, self._namespace(request), now=self.clock())
 
 
 AdmitterFactory = Callable[[PolicySet, ObjectStore], Admitter]

@@ -16,7 +16,6 @@ import yaml
 
 from webhook.gitops.config import PolicyCheckConfig
 from webhook.gitops.proposals import Change, UpgradeFacts
-from webhook.policy.cel.libraries.extensions import extension_bindings
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.policy.store import InMemoryObjectStore
@@ -47,7 +46,7 @@ class ApprovalCheck:
         proposed = yaml.safe_load(files[-1].content or "")
         approved = {**proposed, "spec": {**proposed["spec"], "approved": True}}
         store = InMemoryObjectStore([*self.policies.params, _extension(change.subject, facts)])
-        engine = PolicyEngine(self.policies, store, bindings=extension_bindings(store, self.now))
+        engine = PolicyEngine(self.policies, store)
         request = {
             "uid": f"upgrade-gate-sync-{change.revision.name}",
             "kind": KIND,
@@ -62,7 +61,7 @@ class ApprovalCheck:
             "dryRun": True,
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"},
         }
-        decision = admit(engine, request, None).validated
+        decision = admit(engine, request, None, self.now).validated
         if decision.allowed:
             return f"would admit approving it today (as {self.config.username})"
         return f"would deny approving it today (as {self.config.username}): {decision.message}"

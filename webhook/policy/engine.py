@@ -21,6 +21,7 @@ error), and object conversion for ``matchPolicy: Equivalent`` (see ``webhook.pol
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from typing import Any, cast
 
 from webhook.policy import mutation
 from webhook.policy.activation import RequestInputs, activation, evaluate, match_conditions
-from webhook.policy.cel import to_python
+from webhook.policy.cel import extension_bindings, to_python
 from webhook.policy.decision import Decision
 from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, invocations
 from webhook.policy.model import (
@@ -99,11 +100,10 @@ class _Outcome:
 
 
 class PolicyEngine:
-    """A loaded ``PolicySet`` ready to admit requests; params are read from ``store``.
+    """A loaded ``PolicySet`` ready to admit requests; params and ``cluster.get/list`` lookups read ``store``.
 
-    ``bindings``: further activation entries (extension libraries, e.g. ``cel.extension_bindings``);
-    ``cluster_scoped_kinds``: (group, kind) of param kinds that are cluster-scoped. Thread-safe: a request's
-    state lives in the call.
+    ``cluster_scoped_kinds``: (group, kind) of param kinds that are cluster-scoped. Build it once per policy set:
+    the request time (``clock.now()``) is given per call. Thread-safe: a request's state lives in the call.
     """
 
     def __init__(
@@ -111,23 +111,33 @@ class PolicyEngine:
         policies: PolicySet,
         store: ObjectStore,
         *,
-        bindings: Mapping[str, object] | None = None,
         cluster_scoped_kinds: Collection[tuple[str, str]] = CLUSTER_SCOPED_KINDS,
     ) -> None:
         self.policies = policies
         self.store = store
-        self.bindings = dict(bindings or {})
         self.cluster_scoped_kinds = frozenset(cluster_scoped_kinds)
         self._validating = _with_bindings(policies.validating_policies, policies.validating_bindings)
         self._mutating = _with_bindings(policies.mutating_policies, policies.mutating_bindings)
 
-    def inputs(self, request: Mapping[str, Any], namespace: Mapping[str, Any] | None) -> RequestInputs:
-        """The request converted to CEL once (``RequestInputs``); raises ``ReviewError`` if it cannot be."""
-        return RequestInputs.build(request, namespace, self.bindings)
+    def inputs(
+        self, request: Mapping[str, Any], namespace: Mapping[str, Any] | None, now: datetime.datetime | None
+    ) -> RequestInputs:
+        """The request's inputs (converted to CEL on first use), with the extension libraries bound: ``cluster``
+        over the store, ``clock`` at ``now`` (default: the current time, UTC)."""
+        moment = now or datetime.datetime.now(datetime.UTC)
+        return RequestInputs.build(request, namespace, extension_bindings(self.store, moment))
 
-    def validate(self, request: Mapping[str, Any], namespace: Mapping[str, Any] | None = None) -> Decision:
-        """Run every ValidatingAdmissionPolicy on ``request``. Raises ``ReviewError`` for an unreadable one."""
-        inputs = self.inputs(request, namespace)
+    def validate(
+        self,
+        request: Mapping[str, Any],
+        namespace: Mapping[str, Any] | None = None,
+        *,
+        now: datetime.datetime | None = None,
+    ) -> Decision:
+        """Run every ValidatingAdmissionPolicy on ``request`` at the request time ``now`` (default: now, UTC).
+
+        Raises ``ReviewError`` for an unreadable request."""
+        inputs = self.inputs(request, namespace, now)
         outcome = _Outcome()
         collected: dict[str, dict[str, list[str]]] = {}  # policy -> audit annotation key -> values
         for item in invocations(self._validating, inputs, self.store, self.cluster_scoped_kinds):
@@ -146,9 +156,15 @@ class PolicyEngine:
                 outcome.annotations[f"{policy_name}/{key}"] = ", ".join(values_of_key)
         return outcome.decision()
 
-    def mutate(self, request: Mapping[str, Any], namespace: Mapping[str, Any] | None = None) -> Decision:
-        """Run every MutatingAdmissionPolicy on ``request``; the decision carries the JSON patch."""
-        inputs = self.inputs(request, namespace)
+    def mutate(
+        self,
+        request: Mapping[str, Any],
+        namespace: Mapping[str, Any] | None = None,
+        *,
+        now: datetime.datetime | None = None,
+    ) -> Decision:
+        """Run every MutatingAdmissionPolicy on ``request`` at ``now``; the decision carries the JSON patch."""
+        inputs = self.inputs(request, namespace, now)
         found = invocations(self._mutating, inputs, self.store, self.cluster_scoped_kinds)
         return mutation.mutate(request, inputs, found)
 

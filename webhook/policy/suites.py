@@ -49,7 +49,6 @@ import jsonpatch
 
 from webhook.errors import InputError, UpgradeGateError
 from webhook.manifests import iter_yaml_documents, read_text
-from webhook.policy.cel.libraries.extensions import extension_bindings
 from webhook.policy.decision import Decision
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
@@ -168,9 +167,9 @@ def run_suite(suite: Suite) -> SuiteResult:
         start = time.perf_counter()
         store = InMemoryObjectStore([*policies.params, *suite.objects, *case.objects])
         now = case.now or suite.now or datetime.datetime.now(datetime.UTC)
-        engine = PolicyEngine(policies, store, bindings=extension_bindings(store, now))
+        engine = PolicyEngine(policies, store)
         try:
-            admission = admit(engine, case.request, case.namespace)
+            admission = admit(engine, case.request, case.namespace, now)
         except UpgradeGateError as error:
             failures: tuple[str, ...] = (f"the request could not be admitted: {error}",)
             results.append(CaseResult(suite.name, case.name, failures, time.perf_counter() - start))
@@ -181,18 +180,24 @@ def run_suite(suite: Suite) -> SuiteResult:
     return SuiteResult(suite.name, suite.file, tuple(results))
 
 
-def admit(engine: PolicyEngine, request: Mapping[str, Any], namespace: Mapping[str, Any] | None) -> _Admission:
-    """Run ``request`` through mutation, then validation of the patched object, as the apiserver does.
+def admit(
+    engine: PolicyEngine,
+    request: Mapping[str, Any],
+    namespace: Mapping[str, Any] | None,
+    now: datetime.datetime | None = None,
+) -> _Admission:
+    """Run ``request`` through mutation, then validation of the patched object, as the apiserver does, at the
+    request time ``now`` (default: the current time).
 
     A denial by a mutating policy ends the request there (the validating policies do not run).
     """
-    mutated = engine.mutate(request, namespace)
+    mutated = engine.mutate(request, namespace, now=now)
     if not mutated.allowed:
         return _Admission(mutated, mutated, request.get("object"))
     patched = request.get("object")
     if mutated.patch:
         patched = jsonpatch.apply_patch(copy.deepcopy(patched), list(mutated.patch))
-    validated = engine.validate({**request, "object": patched}, namespace)
+    validated = engine.validate({**request, "object": patched}, namespace, now=now)
     return _Admission(mutated, validated, patched)
 
 
