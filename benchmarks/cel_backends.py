@@ -14,7 +14,8 @@ import statistics
 import time
 from typing import Any
 
-from webhook.policy.cel.environment import ENGINES, Environment, backend_named
+from webhook.policy.cel.environment import Environment, backend_named
+from webhook.settings import CEL_ENGINES as ENGINES
 
 EXPRESSIONS = {
     "a": 'object.spec.approved == false || request.userInfo.groups.exists(g, g == "upgrade-approvers")',

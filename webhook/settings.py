@@ -21,17 +21,27 @@ from webhook.errors import InputError
 
 _PREFIX = "UPGRADE_GATE_"
 
+#: The CEL backends (``webhook.policy.cel``; ``--cel-engine``, ``UPGRADE_GATE_CEL_ENGINE``, the chart's
+#: ``webhook.celEngine``): cel-python (pure Python) and cel-expr (cel-cpp through cel-expr-python).
+CEL_ENGINES = ("cel-python", "cel-expr")
+DEFAULT_CEL_ENGINE = "cel-python"
+
 
 def _text(env: Mapping[str, str], name: str, default: str) -> str:
     return env.get(name, default).strip() or default
 
 
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (case-insensitive); raises ``InputError`` naming the variable for anything else."""
+    value = _text(env, name, default).lower()
+    if value not in choices:
+        raise InputError(f"{name}={value!r}: expected {', '.join(choices[:-1])} or {choices[-1]}")
+    return value
+
+
 def _cluster_mode(env: Mapping[str, str], default: str) -> str:
-    """``UPGRADE_GATE_CLUSTER``: ``auto``, ``on`` or ``off``; raises ``InputError`` for anything else."""
-    cluster = _text(env, f"{_PREFIX}CLUSTER", default).lower()
-    if cluster not in ("auto", "on", "off"):
-        raise InputError(f"{_PREFIX}CLUSTER={cluster!r}: expected auto, on or off")
-    return cluster
+    """``UPGRADE_GATE_CLUSTER``: ``auto``, ``on`` or ``off``."""
+    return _choice(env, f"{_PREFIX}CLUSTER", default, ("auto", "on", "off"))
 
 
 def _path(env: Mapping[str, str], name: str) -> Path | None:
@@ -77,7 +87,8 @@ class ServeSettings:
     when one is configured), ``cluster`` (``UPGRADE_GATE_CLUSTER``: ``auto`` = watch the cluster when running
     in a pod, ``on`` = watch it (in-cluster, else the kubeconfig; required), ``off``), ``in_pod`` (whether
     ``KUBERNETES_SERVICE_HOST`` is set), ``kubeconfig`` (``KUBECONFIG``), ``namespace`` (``POD_NAMESPACE``,
-    ``upgrade-gate``: where param ConfigMaps are watched).
+    ``upgrade-gate``: where param ConfigMaps are watched), ``cel_engine`` (``UPGRADE_GATE_CEL_ENGINE``,
+    ``DEFAULT_CEL_ENGINE``: the CEL backend, one of ``CEL_ENGINES``).
 
     Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU core), ``request_timeout_s``
     (``UPGRADE_GATE_REQUEST_TIMEOUT``, 8 s: an evaluation still running then is stopped and the request
@@ -101,6 +112,7 @@ class ServeSettings:
     in_pod: bool = False
     kubeconfig: Path | None = None
     namespace: str = "upgrade-gate"
+    cel_engine: str = DEFAULT_CEL_ENGINE
     workers: int = 0
     request_timeout_s: float = 8.0
     max_body_bytes: int = 3 * 1024 * 1024
@@ -128,6 +140,7 @@ class ServeSettings:
             in_pod=bool(env.get("KUBERNETES_SERVICE_HOST", "").strip()),
             kubeconfig=_path(env, "KUBECONFIG"),
             namespace=_text(env, "POD_NAMESPACE", defaults.namespace),
+            cel_engine=_choice(env, f"{_PREFIX}CEL_ENGINE", defaults.cel_engine, CEL_ENGINES),
             workers=int(_number(env, f"{_PREFIX}WORKERS", defaults.workers)),
             request_timeout_s=_number(env, f"{_PREFIX}REQUEST_TIMEOUT", defaults.request_timeout_s, minimum=0.1),
             reload_interval_s=_number(env, f"{_PREFIX}RELOAD_INTERVAL", defaults.reload_interval_s, minimum=0.1),

@@ -1,4 +1,5 @@
-"""ValidatingAdmissionPolicy decisions, data-driven (cases in tests/data/policy/engine.yaml)."""
+"""ValidatingAdmissionPolicy decisions, data-driven (cases in tests/data/policy/engine.yaml), on both CEL backends:
+the decisions are the apiserver's, whichever engine evaluates the expressions."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from webhook.policy.decision import Decision
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_text
 from webhook.policy.store import InMemoryObjectStore
+from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
 
 DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "engine.yaml").read_text("utf-8"))
 
 
-def engine_for(case: dict[str, Any]) -> PolicyEngine:
-    """The engine of a case: its policy documents loaded as one set, its params in the store."""
-    policies = load_policy_text(yaml.safe_dump_all(case["policies"]), file=case["why"])
+def engine_for(case: dict[str, Any], cel_engine: str = DEFAULT_CEL_ENGINE) -> PolicyEngine:
+    """The engine of a case: its policy documents loaded as one set for ``cel_engine``, its params in the store."""
+    policies = load_policy_text(yaml.safe_dump_all(case["policies"]), file=case["why"], engine=cel_engine)
     return PolicyEngine(policies, InMemoryObjectStore([*case.get("params", ()), *policies.params]))
 
 
@@ -36,9 +38,10 @@ def summary(decision: Decision, want: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.parametrize("cel_engine", CEL_ENGINES)
 @pytest.mark.parametrize("case", DATA["cases"], ids=[c["why"] for c in DATA["cases"]])
-def test_validating_decision(case: dict[str, Any]) -> None:
-    decision = engine_for(case).validate(case["request"], case.get("namespace"))
+def test_validating_decision(case: dict[str, Any], cel_engine: str) -> None:
+    decision = engine_for(case, cel_engine).validate(case["request"], case.get("namespace"))
     assert summary(decision, case["want"]) == case["want"]
 
 

@@ -1,4 +1,5 @@
-"""MutatingAdmissionPolicy decisions and patches, data-driven (cases in tests/data/policy/mutation.yaml)."""
+"""MutatingAdmissionPolicy decisions and patches, data-driven (cases in tests/data/policy/mutation.yaml), on both
+CEL backends."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ import yaml
 from tests.policy.test_engine import engine_for
 from webhook.policy.initializers import rewrite_initializers
 from webhook.policy.mutation import merge
+from webhook.settings import CEL_ENGINES
 
 DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "mutation.yaml").read_text("utf-8"))
 
 
+@pytest.mark.parametrize("cel_engine", CEL_ENGINES)
 @pytest.mark.parametrize("case", DATA["cases"], ids=[c["why"] for c in DATA["cases"]])
-def test_mutating_decision(case: dict[str, Any]) -> None:
-    decision = engine_for(case).mutate(case["request"], case.get("namespace"))
+def test_mutating_decision(case: dict[str, Any], cel_engine: str) -> None:
+    decision = engine_for(case, cel_engine).mutate(case["request"], case.get("namespace"))
     want = case["want"]
     if want["allowed"]:
         assert (decision.allowed, decision.message) == (True, "")

@@ -9,6 +9,7 @@ import pytest
 
 from webhook.errors import InputError
 from webhook.policy.suites import CaseResult, SuiteResult, load_suites, plural_of, run_suite
+from webhook.settings import CEL_ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "policy" / "suites"
@@ -17,16 +18,28 @@ BUNDLED = [(name, case.name) for name, suite in SUITES.items() for case in suite
 
 
 @functools.cache
-def _bundled_result(name: str) -> SuiteResult:
-    return run_suite(SUITES[name])
+def _bundled_result(name: str, engine: str) -> SuiteResult:
+    return run_suite(SUITES[name], engine=engine)
+
+
+def _bundled_case(suite: str, case: str, engine: str) -> CaseResult:
+    result = _bundled_result(suite, engine)
+    assert result.error is None
+    return next(r for r in result.cases if r.case == case)
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+@pytest.mark.parametrize(("suite", "case"), BUNDLED, ids=[f"{s}: {c}" for s, c in BUNDLED])
+def test_bundled_policy_case(suite: str, case: str, engine: str) -> None:
+    assert _bundled_case(suite, case, engine).failures == ()
 
 
 @pytest.mark.parametrize(("suite", "case"), BUNDLED, ids=[f"{s}: {c}" for s, c in BUNDLED])
-def test_bundled_policy_case(suite: str, case: str) -> None:
-    result = _bundled_result(suite)
-    assert result.error is None
-    outcome = next(r for r in result.cases if r.case == case)
-    assert outcome.failures == ()
+def test_both_cel_engines_admit_a_bundled_case_identically(suite: str, case: str) -> None:
+    """Beyond the case's expectations: the same patch, messages, warnings and audit annotations."""
+    first, second = (_bundled_case(suite, case, engine).admission for engine in CEL_ENGINES)
+    assert first is not None
+    assert first == second
 
 
 def test_every_bundled_policy_file_has_a_suite() -> None:

@@ -27,6 +27,7 @@ from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.policy.model import PolicySet
 from webhook.policy.store import InMemoryObjectStore, KubeObject, ObjectStore
+from webhook.settings import DEFAULT_CEL_ENGINE
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,8 @@ class PolicyRuntime:
     by its params, then the ``objects`` manifests, then the cluster cache once ``attach``-ed.
 
     ``snapshot`` is ``None`` until the first successful ``load``; ``error`` is the last load's error text
-    (``None`` after a success). ``metrics`` (optional) gets the generation and load errors.
+    (``None`` after a success). ``metrics`` (optional) gets the generation and load errors. ``engine``: the
+    CEL backend the set is compiled for (``webhook.settings.CEL_ENGINES``).
     """
 
     def __init__(
@@ -122,8 +124,10 @@ class PolicyRuntime:
         *,
         metrics: Metrics | None = None,
         make_admitter: AdmitterFactory = EngineAdmitter,
+        engine: str = DEFAULT_CEL_ENGINE,
     ) -> None:
         self.policies_path = policies
+        self.engine = engine
         self.objects_path = objects
         self.metrics = metrics
         self.make_admitter = make_admitter
@@ -162,7 +166,7 @@ class PolicyRuntime:
         self._fingerprint = self.fingerprint()
         generation = self.snapshot.generation + 1 if self.snapshot else 1
         try:
-            policies = load_policy_set([self.policies_path])
+            policies = load_policy_set([self.policies_path], engine=self.engine)
             objects = tuple(read_objects(self.objects_path)) if self.objects_path else ()
         except InputError as error:
             self.error = str(error)

@@ -151,7 +151,7 @@ def serve(settings: ServeSettings) -> None:
     tls = ReloadingContext(cert, key, settings.client_ca)
     tls.current()
     metrics = Metrics(settings.metrics_dir)
-    runtime = PolicyRuntime(settings.policies, settings.objects, metrics=metrics)
+    runtime = PolicyRuntime(settings.policies, settings.objects, metrics=metrics, engine=settings.cel_engine)
     if not runtime.load():
         raise PolicyLoadError(runtime.error or "the policy set does not load")
     cluster = cluster_cache(settings)

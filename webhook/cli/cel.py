@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
+from webhook.cli.common import EXIT_NEGATIVE, cel_engine_option, echo_json, fail, handle_errors
 from webhook.errors import CelCompileError, CelEvaluationError, InputError
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.policy import evaluate
@@ -30,8 +30,9 @@ def cel() -> None:
     help="A variable: a JSON value, or @FILE (YAML or JSON). Repeat for several.",
 )
 @click.option("--now", metavar="RFC3339", help="The time clock.now() returns (default: now).")
+@cel_engine_option()
 @handle_errors
-def eval_command(expression: str, variables: tuple[str, ...], now: str | None) -> None:
+def eval_command(expression: str, variables: tuple[str, ...], now: str | None, cel_engine: str) -> None:
     """Evaluate EXPRESSION and print the result as JSON.
 
     The environment is the policies' own: the Kubernetes CEL libraries and upgrade-gate's extensions.
@@ -46,7 +47,7 @@ def eval_command(expression: str, variables: tuple[str, ...], now: str | None) -
     values = dict(_variable(text) for text in variables)
     moment = _moment(now) if now else None
     try:
-        result = evaluate(expression, values, now=moment)
+        result = evaluate(expression, values, now=moment, engine=cel_engine)
     except CelCompileError as error:
         raise InputError(f"compile error: {error}") from None
     except CelEvaluationError as error:

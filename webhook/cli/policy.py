@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, echo_json, handle_errors
+from webhook.cli.common import EXIT_NEGATIVE, cel_engine_option, echo_json, handle_errors
 from webhook.policy.lint import FileReport, lint
 from webhook.policy.suites import SuiteResult, load_suites, run_suites
 
@@ -26,8 +26,9 @@ def policy() -> None:
 @PATHS
 @OUTPUT
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write a JUnit XML report.")
+@cel_engine_option()
 @handle_errors
-def test(paths: tuple[Path, ...], output: str, junit: Path | None) -> None:
+def test(paths: tuple[Path, ...], output: str, junit: Path | None, cel_engine: str) -> None:
     """Run PolicyTest suites (files or directories).
 
     Each case is admitted as the kube-apiserver would: mutating policies, their patch, then validating
@@ -36,10 +37,11 @@ def test(paths: tuple[Path, ...], output: str, junit: Path | None) -> None:
     \b
     Example:
       upgrade-gate policy test policies/tests
+      upgrade-gate policy test policies/tests --cel-engine cel-expr
     """
     suites = load_suites(paths)
     results: list[SuiteResult] = []
-    for index, result in enumerate(run_suites(suites), start=1):
+    for index, result in enumerate(run_suites(suites, engine=cel_engine), start=1):
         results.append(result)
         if sys.stderr.isatty():
             click.echo(f"\r[{index}/{len(suites)}] {result.name}".ljust(60), err=True, nl=False)

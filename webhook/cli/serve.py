@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from webhook import logs
-from webhook.cli.common import handle_errors
+from webhook.cli.common import cel_engine_option, handle_errors
 from webhook.settings import ServeSettings
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
@@ -32,6 +32,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option("--kubeconfig", type=_FILE, help="kubeconfig file (else in-cluster, then $KUBECONFIG).")
 @click.option("--request-timeout", type=click.FloatRange(0.1), help="Seconds per evaluation.  [default: 8]")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+@cel_engine_option(default=None)
 @handle_errors
 def serve(**flags: Any) -> None:
     """Serve the policies to the kube-apiserver: POST /validate and /mutate (AdmissionReview v1, v1beta1).

@@ -4,20 +4,21 @@ Follows ``k8s.io/apiserver/pkg/admission/plugin/cel/activation.go`` and ``compos
 ``object``/``oldObject`` are the request's objects, ``request`` is the AdmissionRequest without ``uid``,
 ``object`` and ``oldObject``, ``namespaceObject`` the request's Namespace reduced to the fields
 ``CreateNamespaceObject`` keeps (``null`` for cluster-scoped objects and for Namespaces themselves),
-``params`` the param object (declared only when the policy has a ``paramKind``), and ``variables`` a lazy map
-(``LazyVariables``) that evaluates each variable on first use and memoises its value or error.
+``params`` the param object (declared only when the policy has a ``paramKind``), and ``variables``: on a
+backend with error values (cel-python) a lazy map (``LazyVariables``) that evaluates each variable on first use
+and memoises its value or error, as upstream; on one without (cel-expr) a complete map evaluated in order
+(``eager_variables``) that leaves failing variables out, and reading one of those reports the same
+``composited variable`` error (``Activation.failed``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from celpy.evaluation import CELEvalError
-
 from webhook.errors import CelEvaluationError, ReviewError
-from webhook.policy.cel import to_cel, to_python
+from webhook.policy.cel.backend import Backend
 from webhook.policy.matching import Attributes
 from webhook.policy.model import Expression, MatchCondition, Variable
 
@@ -56,10 +57,12 @@ class RequestInputs:
     """One request's matching attributes and CEL values, shared by every policy evaluation of the request.
 
     ``namespace`` is the request's Namespace object as given (``None`` if none or unknown); ``params`` caches
-    param objects converted to CEL, by identity of the stored object. The request is converted to CEL only
-    when a policy first needs it (``cel``), so a request that no policy matches costs no conversion.
+    param objects converted to CEL, by identity of the stored object. The request is converted to CEL values
+    of ``backend`` only when a policy first needs it (``cel``), so a request that no policy matches costs no
+    conversion.
     """
 
+    backend: Backend
     attributes: Attributes
     namespace: Mapping[str, Any] | None
     namespace_name: str
@@ -70,21 +73,25 @@ class RequestInputs:
 
     @classmethod
     def build(
-        cls, request: Mapping[str, Any], namespace: Mapping[str, Any] | None, extra: Mapping[str, object]
+        cls,
+        backend: Backend,
+        request: Mapping[str, Any],
+        namespace: Mapping[str, Any] | None,
+        extra: Mapping[str, object],
     ) -> RequestInputs:
-        """The inputs of ``request`` (an AdmissionReview ``request`` dict); ``extra`` are further activation
-        entries (extension libraries)."""
+        """The inputs of ``request`` (an AdmissionReview ``request`` dict) for ``backend``; ``extra`` are further
+        activation entries (extension libraries)."""
         kind = request.get("kind") or {}
         is_namespace = kind.get("group", "") == "" and kind.get("version") == "v1" and kind.get("kind") == "Namespace"
         namespace_name = "" if is_namespace else str(request.get("namespace") or "")
-        return cls(Attributes.from_request(request), namespace, namespace_name, request, extra)
+        return cls(backend, Attributes.from_request(request), namespace, namespace_name, request, extra)
 
     @property
     def cel(self) -> dict[str, object]:
         """The request's CEL variables, converted on first use. Raises ``ReviewError`` if an object is not
         convertible JSON (e.g. an integer outside int64)."""
         if self._cel is None:
-            request, namespace = self.request, self.namespace
+            request, namespace, to_cel = self.request, self.namespace, self.backend.to_cel
             try:
                 self._cel = {
                     "object": to_cel(request.get("object")),
@@ -104,7 +111,7 @@ class RequestInputs:
             return None
         key = id(param)
         if key not in self.params:
-            self.params[key] = to_cel(param)
+            self.params[key] = self.backend.to_cel(param)
         return self.params[key]
 
 
@@ -120,35 +127,35 @@ def namespace_object(namespace: Mapping[str, Any] | None) -> dict[str, Any] | No
     return kept
 
 
-def error_value(message: str) -> object:
-    """A CEL error *value*: returned (not raised) from a lazy lookup so ``||``/``&&`` can absorb it."""
-    return CELEvalError(message)
+class Activation(dict[str, object]):
+    """The CEL variables of one (policy, binding, param) evaluation, values of ``backend``; ``failed``: the error
+    of each variable left out of a complete ``variables`` map (``bind_variables``), by name."""
+
+    __slots__ = ("backend", "failed")
+
+    def __init__(self, values: Mapping[str, object], backend: Backend) -> None:
+        super().__init__(values)
+        self.backend = backend
+        self.failed: dict[str, str] = {}
 
 
-def evaluate(expression: Expression, activation: Mapping[str, object]) -> tuple[object, str | None]:
+def evaluate(expression: Expression, activation: Activation) -> tuple[object, str | None]:
     """``(value, None)`` or ``(None, error message)`` of ``expression`` on ``activation``."""
     try:
-        value = expression.program.evaluate(activation)
+        return expression.program.evaluate(activation), None
     except CelEvaluationError as err:
-        return None, str(err)
-    error = _nested_error(value)
-    return (None, error) if error is not None else (value, None)
+        message = str(err)
+    failed = activation.failed
+    if failed and message.startswith(_NO_SUCH_KEY) and message[len(_NO_SUCH_KEY) :] in failed:
+        message = failed[message[len(_NO_SUCH_KEY) :]]
+    return None, message
 
 
-def _nested_error(value: object) -> str | None:
-    """The message of an error value left inside a list or map result, if any.
+_NO_SUCH_KEY = "no such key: "
 
-    Guards against a backend that builds a literal around an erroring element instead of failing
-    (cel-go fails the whole expression).
-    """
-    if isinstance(value, CELEvalError):
-        return str(value.args[0]) if value.args else "evaluation error"
-    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
-    for item in items:
-        found = _nested_error(item)
-        if found is not None:
-            return found
-    return None
+
+def _variable_error(name: str, error: str) -> str:
+    return f'composited variable "{name}" fails to evaluate: {error}'
 
 
 class LazyVariables(Mapping[str, object]):
@@ -158,9 +165,12 @@ class LazyVariables(Mapping[str, object]):
     (``composition.go``), so only expressions that use it fail, and ``true || variables.bad`` is true.
     """
 
-    def __init__(self, variables: tuple[Variable, ...], activation: dict[str, object]) -> None:
+    def __init__(
+        self, variables: tuple[Variable, ...], activation: Activation, error_value: Callable[[str], object]
+    ) -> None:
         self._expressions = {variable.name: variable.expression for variable in variables}
         self._activation = activation
+        self._error_value = error_value
         self._values: dict[str, object] = {}
 
     def __getitem__(self, name: str) -> object:
@@ -168,7 +178,7 @@ class LazyVariables(Mapping[str, object]):
             expression = self._expressions[name]  # KeyError for an unknown name: the checker rejects those
             value, error = evaluate(expression, self._activation)
             if error is not None:
-                value = error_value(f'composited variable "{name}" fails to evaluate: {error}')
+                value = self._error_value(_variable_error(name, error))
             self._values[name] = value
         return self._values[name]
 
@@ -182,16 +192,35 @@ class LazyVariables(Mapping[str, object]):
         return len(self._expressions)
 
 
-def activation(inputs: RequestInputs, variables: tuple[Variable, ...], params: object | None) -> dict[str, object]:
-    """The activation of one (policy, binding, param) evaluation: the request's values, ``params`` and a fresh
-    ``variables``. ``params`` is the CEL param (``None`` for no param or no paramKind: both read as null)."""
-    values = dict(inputs.cel)
+def activation(inputs: RequestInputs, params: object | None) -> Activation:
+    """The activation of one (policy, binding, param) evaluation, without ``variables`` (matchConditions
+    cannot read them; ``bind_variables`` adds them): the request's values and ``params``, the CEL param
+    (``None`` for no param or no paramKind: both read as null)."""
+    values = Activation(inputs.cel, inputs.backend)
     values["params"] = params
-    values["variables"] = LazyVariables(variables, values)
     return values
 
 
-def match_conditions(conditions: tuple[MatchCondition, ...], values: Mapping[str, object]) -> bool | str:
+def bind_variables(values: Activation, variables: tuple[Variable, ...]) -> None:
+    """Set ``values["variables"]``: a ``LazyVariables`` on a backend with error values, else the complete map,
+    each variable evaluated in order (one reads those before it), a failing one left out and its error kept
+    in ``values.failed``."""
+    backend = values.backend
+    if backend.error_value("") is not None:
+        values["variables"] = LazyVariables(variables, values, backend.error_value)
+        return
+    found: dict[str, object] = {}
+    values["variables"] = backend.to_cel(found)
+    for variable in variables:
+        value, error = evaluate(variable.expression, values)
+        if error is None:
+            found[variable.name] = value
+            values["variables"] = backend.to_cel(found)
+        else:
+            values.failed[variable.name] = _variable_error(variable.name, error)
+
+
+def match_conditions(conditions: tuple[MatchCondition, ...], values: Activation) -> bool | str:
     """``matchconditions.Matcher.Match``: ``False`` if any condition is false, else the errors (one text,
     ``[a, b]`` for several, as ``utilerrors.NewAggregate``), else ``True``."""
     errors = []
@@ -199,7 +228,7 @@ def match_conditions(conditions: tuple[MatchCondition, ...], values: Mapping[str
         value, error = evaluate(condition.expression, values)
         if error is not None:
             errors.append(f"expression '{condition.expression.text}' resulted in error: {error}")
-        elif to_python(value) is False:
+        elif values.backend.to_python(value) is False:
             return False
     if errors:
         return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"

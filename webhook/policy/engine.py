@@ -29,8 +29,9 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from webhook.policy import mutation
-from webhook.policy.activation import RequestInputs, activation, evaluate, match_conditions
-from webhook.policy.cel import extension_bindings, to_python
+from webhook.policy.activation import Activation, RequestInputs, activation, bind_variables, evaluate, match_conditions
+from webhook.policy.cel import extension_bindings
+from webhook.policy.cel.environment import backend_named
 from webhook.policy.decision import Decision
 from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, invocations
 from webhook.policy.model import (
@@ -104,6 +105,7 @@ class PolicyEngine:
 
     ``cluster_scoped_kinds``: (group, kind) of param kinds that are cluster-scoped. Build it once per policy set:
     the request time (``clock.now()``) is given per call. Thread-safe: a request's state lives in the call.
+    Requests are converted to CEL values of the backend the set was compiled for (``PolicySet.engine``).
     """
 
     def __init__(
@@ -116,6 +118,7 @@ class PolicyEngine:
         self.policies = policies
         self.store = store
         self.cluster_scoped_kinds = frozenset(cluster_scoped_kinds)
+        self.backend = backend_named(policies.engine)
         self._validating = _with_bindings(policies.validating_policies, policies.validating_bindings)
         self._mutating = _with_bindings(policies.mutating_policies, policies.mutating_bindings)
 
@@ -125,7 +128,7 @@ class PolicyEngine:
         """The request's inputs (converted to CEL on first use), with the extension libraries bound: ``cluster``
         over the store, ``clock`` at ``now`` (default: the current time, UTC)."""
         moment = now or datetime.datetime.now(datetime.UTC)
-        return RequestInputs.build(request, namespace, extension_bindings(self.store, moment))
+        return RequestInputs.build(self.backend, request, namespace, extension_bindings(self.store, moment))
 
     def validate(
         self,
@@ -149,7 +152,7 @@ class PolicyEngine:
             if inputs.namespace_name and inputs.namespace is None:
                 return Decision.namespace_not_found(inputs.namespace_name)
             binding = cast(ValidatingBinding, item.binding)
-            values = activation(inputs, policy.variables, inputs.param(item.param))
+            values = activation(inputs, inputs.param(item.param))
             _validate_one(policy, binding, values, outcome, collected.setdefault(policy.name, {}))
         for policy_name, keys in collected.items():
             for key, values_of_key in keys.items():
@@ -180,7 +183,7 @@ def _name(binding: Binding | None) -> str | None:
 def _validate_one(
     policy: ValidatingPolicy,
     binding: ValidatingBinding,
-    values: Mapping[str, object],
+    values: Activation,
     outcome: _Outcome,
     collected: dict[str, list[str]],
 ) -> None:
@@ -193,6 +196,7 @@ def _validate_one(
         if fail:
             _apply_actions(policy, binding, _Failure(0, matched), outcome)
         return
+    bind_variables(values, policy.variables)
     for index, validation in enumerate(policy.validations):
         failure = _validation_failure(index, validation, values, fail=fail)
         if failure is not None:
@@ -200,25 +204,23 @@ def _validate_one(
     _audit_annotations(policy, binding, values, outcome, collected, fail=fail)
 
 
-def _validation_failure(
-    index: int, validation: Validation, values: Mapping[str, object], *, fail: bool
-) -> _Failure | None:
+def _validation_failure(index: int, validation: Validation, values: Activation, *, fail: bool) -> _Failure | None:
     value, error = evaluate(validation.expression, values)
     if error is not None:
         text = f"expression '{validation.expression.text}' resulted in error: {error}"
         return _Failure(index, text) if fail else None
-    if to_python(value) is True:
+    if values.backend.to_python(value) is True:
         return None
     return _Failure(index, _message(validation, values), validation.reason)
 
 
-def _message(validation: Validation, values: Mapping[str, object]) -> str:
+def _message(validation: Validation, values: Activation) -> str:
     """The violation message: messageExpression (a non-empty single-line string ≤ 5 KiB, trimmed), else
     ``message``, else ``failed expression: <expression>`` (``validator.go``)."""
     message = ""
     if validation.message_expression is not None:
         value, error = evaluate(validation.message_expression, values)
-        result = to_python(value) if error is None else None
+        result = values.backend.to_python(value) if error is None else None
         if isinstance(result, str):
             message = result.strip()
             if len(message.encode()) > MAX_MESSAGE_BYTES or "\n" in message:
@@ -259,7 +261,7 @@ def _apply_actions(policy: ValidatingPolicy, binding: ValidatingBinding, failure
 def _audit_annotations(
     policy: ValidatingPolicy,
     binding: ValidatingBinding,
-    values: Mapping[str, object],
+    values: Activation,
     outcome: _Outcome,
     collected: dict[str, list[str]],
     *,
@@ -271,7 +273,7 @@ def _audit_annotations(
     for annotation in policy.audit_annotations:
         text = annotation.value_expression.text
         value, error = evaluate(annotation.value_expression, values)
-        result = to_python(value) if error is None else None
+        result = values.backend.to_python(value) if error is None else None
         if error is None and result is not None and not isinstance(result, str):
             error = (
                 f"valueExpression '{text}' resulted in unsupported return type: {_cel_type(result)}. "

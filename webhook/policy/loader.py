@@ -29,6 +29,7 @@ from webhook.policy import model
 from webhook.policy.documents import Document, MarkedList, MarkedMap, Position, plain, read_paths, read_text
 from webhook.policy.fields import At, Compiler, FieldReader
 from webhook.policy.initializers import rewrite_initializers
+from webhook.settings import DEFAULT_CEL_ENGINE
 
 GROUP = "admissionregistration.k8s.io"
 VAP, VAPB = "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"
@@ -61,24 +62,29 @@ _RULE = frozenset({"operations", "apiGroups", "apiVersions", "resources", "scope
 _SELECTOR = frozenset({"matchLabels", "matchExpressions"})
 
 
-def default_compiler() -> Compiler:
-    """The CEL compiler of ``webhook.policy.cel`` (one environment per variable set, built on demand)."""
-    from webhook.policy.compiling import CelCompiler  # noqa: PLC0415 - keeps celpy out of import time
+def _compiler(engine: str) -> Compiler:
+    """The CEL compiler of ``webhook.policy.cel`` on the backend ``engine`` (environments built on demand)."""
+    from webhook.policy.compiling import CelCompiler  # noqa: PLC0415 - keeps the CEL engines out of import time
 
-    return CelCompiler()
-
-
-def load_policy_set(paths: Iterable[str | Path], *, compiler: Compiler | None = None) -> model.PolicySet:
-    """Load every document of the files and directories ``paths`` as one set. Raises ``PolicyLoadError``."""
-    return _build(read_paths(paths), compiler or default_compiler())
+    try:
+        return CelCompiler(engine)
+    except ValueError as err:
+        raise InputError(str(err)) from None
 
 
-def load_policy_text(text: str, *, file: str = "<string>", compiler: Compiler | None = None) -> model.PolicySet:
-    """Load the documents of ``text`` (named ``file`` in messages) as one set. Raises ``PolicyLoadError``."""
-    return _build(read_text(text, file), compiler or default_compiler())
+def load_policy_set(paths: Iterable[str | Path], *, engine: str = DEFAULT_CEL_ENGINE) -> model.PolicySet:
+    """Load every document of the files and directories ``paths`` as one set, compiled for the CEL backend
+    ``engine`` (``webhook.settings.CEL_ENGINES``). Raises ``PolicyLoadError``; ``InputError`` for an unknown engine."""
+    return _build(read_paths(paths), engine)
 
 
-def _build(documents: list[Document], compiler: Compiler) -> model.PolicySet:
+def load_policy_text(text: str, *, file: str = "<string>", engine: str = DEFAULT_CEL_ENGINE) -> model.PolicySet:
+    """Load the documents of ``text`` (named ``file`` in messages) as one set, as ``load_policy_set``."""
+    return _build(read_text(text, file), engine)
+
+
+def _build(documents: list[Document], engine: str) -> model.PolicySet:
+    compiler = _compiler(engine)
     problems: list[str] = []
     found: dict[str, list[Any]] = {VAP: [], VAPB: [], MAP: [], MAPB: [], "": []}
     seen: dict[tuple[str, ...], Document] = {}
@@ -102,6 +108,7 @@ def _build(documents: list[Document], compiler: Compiler) -> model.PolicySet:
         mutating_policies=tuple(found[MAP]),
         mutating_bindings=tuple(found[MAPB]),
         params=tuple(found[""]),
+        engine=engine,
     )
 
 

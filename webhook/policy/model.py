@@ -192,7 +192,8 @@ class PolicySet:
     """Everything one load produced, in file and document order.
 
     ``params`` are the other objects given beside the policies (ConfigMaps, custom resources), as plain
-    JSON-shaped mappings; the caller puts them in the object store the engine reads params from.
+    JSON-shaped mappings; the caller puts them in the object store the engine reads params from. ``engine``
+    names the CEL backend the expressions were compiled for (``webhook.settings.CEL_ENGINES``).
     """
 
     validating_policies: tuple[ValidatingPolicy, ...] = ()
@@ -200,3 +201,4 @@ class PolicySet:
     mutating_policies: tuple[MutatingPolicy, ...] = ()
     mutating_bindings: tuple[MutatingBinding, ...] = ()
     params: tuple[Mapping[str, Any], ...] = ()
+    engine: str = "cel-python"

@@ -33,8 +33,7 @@ from typing import Any, cast
 
 import jsonpatch
 
-from webhook.policy.activation import RequestInputs, activation, evaluate, match_conditions
-from webhook.policy.cel import to_cel, to_python
+from webhook.policy.activation import Activation, RequestInputs, activation, bind_variables, evaluate, match_conditions
 from webhook.policy.decision import Decision
 from webhook.policy.dispatch import ConfigError, Invocation
 from webhook.policy.model import APPLY_CONFIGURATION, FAIL, MutatingPolicy, Mutation, Policy
@@ -125,7 +124,7 @@ class _State:
         """Run one invocation's mutations; True if the object changed."""
         policy = cast(MutatingPolicy, invocation.policy)
         binding = invocation.binding.name
-        values = activation(self.inputs, policy.variables, self.inputs.param(invocation.param))
+        values = activation(self.inputs, self.inputs.param(invocation.param))
         matched = match_conditions(policy.match_conditions, values)
         if matched is False:
             return False
@@ -133,6 +132,7 @@ class _State:
             self.error(policy, binding, matched, "Invalid")
             return False
         before = self.object
+        bind_variables(values, policy.variables)
         for mutation in policy.mutations:
             if self.object is None:  # nothing to patch (the apiserver skips patchers then)
                 continue
@@ -143,16 +143,17 @@ class _State:
                 continue
             if changed != self.object:
                 self.object = changed
-                self.inputs.cel["object"] = values["object"] = to_cel(changed)
+                self.inputs.cel["object"] = values["object"] = values.backend.to_cel(changed)
+                bind_variables(values, policy.variables)  # each patcher composes variables anew
         return bool(self.object != before)
 
 
-def _apply(mutation: Mutation, obj: Any, values: Mapping[str, object]) -> Any:
+def _apply(mutation: Mutation, obj: Any, values: Activation) -> Any:
     """The object after one mutation. Raises ``MutationError``."""
     result, error = evaluate(mutation.expression, values)
     if error is not None:
         raise MutationError(f"expression '{mutation.expression.text}' resulted in error: {error}")
-    value = to_python(result)
+    value = values.backend.to_python(result)
     if mutation.patch_type == APPLY_CONFIGURATION:
         if not isinstance(value, dict):
             raise MutationError("ApplyConfiguration expression must evaluate to an Object")

@@ -53,6 +53,7 @@ from webhook.policy.decision import Decision
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.policy.store import InMemoryObjectStore
+from webhook.settings import DEFAULT_CEL_ENGINE
 
 API_VERSION = "upgrade-gate.io/v1alpha1"
 KIND = "PolicyTest"
@@ -88,14 +89,25 @@ class Suite:
 
 
 @dataclass(frozen=True, slots=True)
+class Admission:
+    """What the request pipeline produced for one case: the mutating decision, the validating decision on the
+    patched object, and that object."""
+
+    mutated: Decision
+    validated: Decision
+    patched: Any = field(default=None)
+
+
+@dataclass(frozen=True, slots=True)
 class CaseResult:
-    """The outcome of one case: ``failures`` lists each unmet expectation as a sentence (empty = passed)."""
+    """The outcome of one case: ``failures`` lists each unmet expectation as a sentence (empty = passed);
+    ``admission``: what the request pipeline produced (``None`` if the request could not be admitted)."""
 
     suite: str
     case: str
     failures: tuple[str, ...]
     seconds: float
-    decision: Decision | None = None
+    admission: Admission | None = None
 
     @property
     def passed(self) -> bool:
@@ -116,15 +128,6 @@ class SuiteResult:
     def passed(self) -> bool:
         """True when the suite ran and every case passed."""
         return self.error is None and all(case.passed for case in self.cases)
-
-
-@dataclass
-class _Admission:
-    """What the request pipeline produced for one case."""
-
-    mutated: Decision
-    validated: Decision
-    patched: Any = field(default=None)
 
 
 def suite_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -150,16 +153,17 @@ def load_suites(paths: Iterable[str | Path]) -> list[Suite]:
     return suites
 
 
-def run_suites(suites: Iterable[Suite]) -> Iterator[SuiteResult]:
+def run_suites(suites: Iterable[Suite], *, engine: str = DEFAULT_CEL_ENGINE) -> Iterator[SuiteResult]:
     """Run each suite in turn (a generator, so callers can show progress)."""
     for suite in suites:
-        yield run_suite(suite)
+        yield run_suite(suite, engine=engine)
 
 
-def run_suite(suite: Suite) -> SuiteResult:
-    """Load the suite's policies once and run its cases; a policy load error fails the whole suite."""
+def run_suite(suite: Suite, *, engine: str = DEFAULT_CEL_ENGINE) -> SuiteResult:
+    """Load the suite's policies once, compiled for the CEL backend ``engine``, and run its cases; a policy
+    load error fails the whole suite."""
     try:
-        policies = load_policy_set(suite.policies)
+        policies = load_policy_set(suite.policies, engine=engine)
     except UpgradeGateError as error:
         return SuiteResult(suite.name, suite.file, error=str(error))
     results = []
@@ -167,16 +171,15 @@ def run_suite(suite: Suite) -> SuiteResult:
         start = time.perf_counter()
         store = InMemoryObjectStore([*policies.params, *suite.objects, *case.objects])
         now = case.now or suite.now or datetime.datetime.now(datetime.UTC)
-        engine = PolicyEngine(policies, store)
         try:
-            admission = admit(engine, case.request, case.namespace, now)
+            admission = admit(PolicyEngine(policies, store), case.request, case.namespace, now)
         except UpgradeGateError as error:
             failures: tuple[str, ...] = (f"the request could not be admitted: {error}",)
             results.append(CaseResult(suite.name, case.name, failures, time.perf_counter() - start))
             continue
         failures = tuple(_check(case.expect, admission))
         elapsed = time.perf_counter() - start
-        results.append(CaseResult(suite.name, case.name, failures, elapsed, admission.validated))
+        results.append(CaseResult(suite.name, case.name, failures, elapsed, admission))
     return SuiteResult(suite.name, suite.file, tuple(results))
 
 
@@ -185,7 +188,7 @@ def admit(
     request: Mapping[str, Any],
     namespace: Mapping[str, Any] | None,
     now: datetime.datetime | None = None,
-) -> _Admission:
+) -> Admission:
     """Run ``request`` through mutation, then validation of the patched object, as the apiserver does, at the
     request time ``now`` (default: the current time).
 
@@ -193,15 +196,15 @@ def admit(
     """
     mutated = engine.mutate(request, namespace, now=now)
     if not mutated.allowed:
-        return _Admission(mutated, mutated, request.get("object"))
+        return Admission(mutated, mutated, request.get("object"))
     patched = request.get("object")
     if mutated.patch:
         patched = jsonpatch.apply_patch(copy.deepcopy(patched), list(mutated.patch))
     validated = engine.validate({**request, "object": patched}, namespace, now=now)
-    return _Admission(mutated, validated, patched)
+    return Admission(mutated, validated, patched)
 
 
-def _check(expect: Mapping[str, Any], admission: _Admission) -> Iterator[str]:
+def _check(expect: Mapping[str, Any], admission: Admission) -> Iterator[str]:
     decision = admission.validated
     if "allowed" in expect and decision.allowed is not expect["allowed"]:
         detail = f": {decision.message}" if decision.message else ""

@@ -17,7 +17,8 @@ import yaml
 from webhook.errors import CelCompileError, CelError, CostLimitExceeded
 from webhook.policy.cel import extension_bindings
 from webhook.policy.cel.backend import Backend
-from webhook.policy.cel.environment import ENGINES, Environment, backend_named
+from webhook.policy.cel.environment import Environment, backend_named
+from webhook.settings import CEL_ENGINES as ENGINES
 
 from .tables import KNOWN, rows, strict
 

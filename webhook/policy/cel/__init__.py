@@ -6,7 +6,6 @@ Public API::
         .compile(expression) -> Program                  # CelCompileError
     Program.evaluate(activation) -> CEL value            # CelEvaluationError, CostLimitExceeded
     Program.expression, Program.extensions
-    to_cel(json_value) -> CEL value                      # once per request
     to_python(cel_value) -> JSON-able Python
     evaluate(expression, variables=None) -> Python value # one-shot: compile, evaluate, convert
     EXTENSION_FUNCTIONS                                  # names that are not portable to the apiserver
@@ -18,10 +17,11 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 
-from webhook.policy.cel.environment import Environment, Program, default_backend
+from webhook.policy.cel.environment import Environment, Program, backend_named, default_backend
 from webhook.policy.cel.libraries import EXTENSION_FUNCTIONS
 from webhook.policy.cel.libraries.extensions import extension_bindings
 from webhook.policy.store import ObjectStore
+from webhook.settings import DEFAULT_CEL_ENGINE
 
 __all__ = [
     "EXTENSION_FUNCTIONS",
@@ -29,17 +29,8 @@ __all__ = [
     "Program",
     "evaluate",
     "extension_bindings",
-    "to_cel",
     "to_python",
 ]
-
-
-def to_cel(value: object) -> object:
-    """A JSON-shaped Python value (dict/list/str/int/float/bool/None) as a CEL value of the default backend.
-
-    Raises ``webhook.errors.CelEvaluationError`` for an int outside int64 or a non-JSON value.
-    """
-    return default_backend().to_cel(value)
 
 
 def to_python(value: object) -> object:
@@ -54,18 +45,21 @@ def evaluate(
     *,
     now: datetime.datetime | None = None,
     store: ObjectStore | None = None,
+    engine: str = DEFAULT_CEL_ENGINE,
 ) -> object:
     """Compile ``expression`` with ``variables``' names declared, evaluate it on their values and return
     plain Python. Raises a ``webhook.errors.CelError`` (compile or evaluation) and nothing else.
 
     ``clock.now()`` returns ``now`` (default: the current time, UTC); ``cluster.get/list`` read ``store``
-    (default: none bound, so they fail with "not available").
+    (default: none bound, so they fail with "not available"). ``engine``: the backend (``CEL_ENGINES``);
+    ``ValueError`` for another name.
 
     >>> evaluate("object.spec.replicas > 2", {"object": {"spec": {"replicas": 3}}})
     True
     """
     values = dict(variables or {})
-    program = Environment(values).compile(expression)
-    activation = {name: to_cel(value) for name, value in values.items()}
+    backend = backend_named(engine)
+    program = Environment(values, backend=backend).compile(expression)
+    activation = {name: backend.to_cel(value) for name, value in values.items()}
     bindings = extension_bindings(store, now or datetime.datetime.now(datetime.UTC))
-    return to_python(program.evaluate({**bindings, **activation}))
+    return backend.to_python(program.evaluate({**bindings, **activation}))

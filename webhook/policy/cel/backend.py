@@ -2,9 +2,9 @@
 
 A backend compiles source with a set of declared variable names into an ``Executable`` and evaluates it on an
 activation of CEL values under a cost limit. It reports every failure as ``webhook.errors.CelCompileError``
-(compile) or ``CelEvaluationError``/``CostLimitExceeded`` (evaluation) and nothing else. Today's backend is
-cel-python (``celpython/backend.py``); a cel-expr-python backend would implement the same two protocols and
-register the same library functions (``libraries/``, pure Python over CEL values).
+(compile) or ``CelEvaluationError``/``CostLimitExceeded`` (evaluation) and nothing else. Two backends implement
+it (``webhook.settings.CEL_ENGINES``): cel-python (``celpython/backend.py``) and cel-cpp through cel-expr-python
+(``celexpr/backend.py``), both with the same library functions (``libraries/``, pure Python over CEL values).
 """
 
 from __future__ import annotations
@@ -53,4 +53,10 @@ class Backend(Protocol):
 
     def to_python(self, value: object) -> object:
         """A CEL value of this backend as plain JSON-able Python."""
+        ...
+
+    def error_value(self, message: str) -> object | None:
+        """A CEL error value that a lazily read map (``variables``) may return for a key, so that only the
+        expressions reading it fail; ``None`` if this backend has none: it then takes only complete maps, built
+        with ``to_cel`` from a ``dict`` of its evaluation results."""
         ...

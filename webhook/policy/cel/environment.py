@@ -1,7 +1,7 @@
 """Compile CEL expressions once against declared variables; evaluate them many times.
 
 ``Environment`` and ``Program`` are engine-neutral: they talk to a ``backend.Backend``, chosen by name with
-``backend_named`` (``ENGINES``: ``cel-python``, the pure-Python default, or ``cel-expr``, cel-cpp through
+``backend_named`` (``CEL_ENGINES``: ``cel-python``, the pure-Python default, or ``cel-expr``, cel-cpp through
 cel-expr-python); ``--cel-engine`` and the chart setting pass one of these names. Limits follow the apiserver:
 a per-evaluation cost limit (``PerCallLimit`` 1,000,000), an expression length limit and a nesting limit
 checked at load time.
@@ -16,6 +16,7 @@ from webhook.policy.cel.backend import Backend, Executable, Limits
 from webhook.policy.cel.celpython.backend import CelPythonBackend
 from webhook.policy.cel.cost import DEFAULT_COST_LIMIT
 from webhook.policy.cel.libraries import LIBRARY, NAMESPACES
+from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
 
 #: cel-go's default limit on expression size, in code points.
 DEFAULT_MAX_EXPRESSION_LENGTH = 100_000
@@ -23,13 +24,9 @@ DEFAULT_MAX_EXPRESSION_LENGTH = 100_000
 DEFAULT_MAX_NESTING = 32
 
 
-#: Backend names, the default first.
-ENGINES = ("cel-python", "cel-expr")
-
-
 @functools.cache
 def backend_named(name: str) -> Backend:
-    """The process-wide backend called ``name`` (one of ``ENGINES``) with every library registered, built on
+    """The process-wide backend called ``name`` (one of ``CEL_ENGINES``) with every library registered, built on
     first use. Raises ``ValueError`` for another name. CEL values (``to_cel``) of one backend are not values of
     the other: convert a request with the backend that evaluates it (``Backend.to_cel``)."""
     if name == "cel-python":
@@ -38,12 +35,12 @@ def backend_named(name: str) -> Backend:
         from webhook.policy.cel.celexpr.backend import CelExprBackend  # noqa: PLC0415 - loads cel-cpp (50 MB)
 
         return CelExprBackend(LIBRARY, NAMESPACES)
-    raise ValueError(f"unknown CEL engine {name!r}: expected one of {', '.join(ENGINES)}")
+    raise ValueError(f"unknown CEL engine {name!r}: expected one of {', '.join(CEL_ENGINES)}")
 
 
 def default_backend() -> Backend:
-    """The default backend (``ENGINES[0]``)."""
-    return backend_named(ENGINES[0])
+    """The default backend (``webhook.settings.DEFAULT_CEL_ENGINE``)."""
+    return backend_named(DEFAULT_CEL_ENGINE)
 
 
 class Program:

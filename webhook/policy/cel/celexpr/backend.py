@@ -182,3 +182,7 @@ class CelExprBackend:
     def to_python(self, value: object) -> object:
         """See ``celpython.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
         return celpython_values.to_python(decoded(value, self.types))
+
+    def error_value(self, message: str) -> None:
+        """``None``: a cel-cpp activation takes plain values only, so maps are given complete."""
+        return

@@ -3,8 +3,9 @@
 A CEL value of this backend is ``None bool int float str bytes list dict datetime timedelta``, a library value
 message (``types.LibraryTypes``) or a ``TypeValue``. cel-expr-python converts activation data itself (lazily,
 once per activation and variable); ``to_expr`` only validates and copies (ints must fit int64, as in cel-go),
-encodes library values as their messages and reads naive datetimes as UTC. ``from_expr`` turns an evaluation
-result back (``bytearray`` to ``bytes``, ``cel.Type`` to ``TypeValue``); ``decoded`` turns messages into
+encodes library values as their messages, and datetimes (naive ones read as UTC) and timedeltas as
+``google.protobuf.Timestamp``/``Duration`` messages, the only form its activations take. ``from_expr`` turns
+an evaluation result back (``bytearray`` to ``bytes``, ``cel.Type`` to ``TypeValue``); ``decoded`` turns messages into
 library values for ``to_python``. A ``uint`` result becomes a plain ``int`` (cel-expr-python's
 ``plain_value`` does not keep the distinction).
 """
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from cel_expr_python import cel
+from google.protobuf import duration_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
 from webhook.errors import CelEvaluationError
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from webhook.policy.cel.celexpr.types import LibraryTypes
 
 _INT64 = range(-(2**63), 2**63)
-_PASSED = (str, float, bool, type(None), bytes, datetime.timedelta, Message)
+_PASSED = (str, float, bool, type(None), bytes, Message)
 _TYPE_NAMES = {
     "INT": "int",
     "UINT": "uint",
@@ -75,8 +77,14 @@ def to_expr(value: object, types: LibraryTypes, path: str = "$") -> object:
         return [to_expr(item, types, f"{path}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, Mapping):
         return {to_expr(key, types, path): to_expr(item, types, f"{path}.{key}") for key, item in value.items()}
-    if isinstance(value, datetime.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
+    if isinstance(value, datetime.datetime):  # cel-expr-python takes timestamps and durations as messages only
+        timestamp = timestamp_pb2.Timestamp()
+        timestamp.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.UTC))
+        return timestamp
+    if isinstance(value, datetime.timedelta):
+        duration = duration_pb2.Duration()
+        duration.FromTimedelta(value)
+        return duration
     if types.is_library_value(value):
         return types.encode(value)
     raise CelEvaluationError(f"{path}: a {type(value).__name__} is not a JSON value")

@@ -61,6 +61,9 @@ class CelPythonExecutable:
             raise CelEvaluationError("expression nesting is too deep to evaluate") from None
         except Exception as error:  # cel-python internals: never let a raw Python exception escape
             raise CelEvaluationError(f"internal error: {type(error).__name__}: {error}") from None
+        found = _nested_error(result)
+        if found is not None:
+            raise CelEvaluationError(found)
         return values.normalise(result)
 
 
@@ -69,6 +72,19 @@ def literal_values(tree: Node) -> dict[int, Any]:
     int beyond int64, becomes its ``CELEvalError``, raised if evaluation reaches it)."""
     parsing = Evaluator(tree, Activation())
     return {id(node): parsing.literal(node) for node in tree.iter_subtrees() if node.data == "literal"}
+
+
+def _nested_error(value: object) -> str | None:
+    """The message of an error value left inside a list or map result, if any: cel-python builds a literal
+    around an erroring element where cel-go fails the whole expression."""
+    if isinstance(value, CELEvalError):
+        return _message(value)
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
+    for item in items:
+        found = _nested_error(item)
+        if found is not None:
+            return found
+    return None
 
 
 def _message(error: CELEvalError) -> str:
@@ -103,3 +119,7 @@ class CelPythonBackend:
     def to_python(self, value: object) -> object:
         """See ``values.to_python``."""
         return values.to_python(value)
+
+    def error_value(self, message: str) -> object:
+        """A ``CELEvalError``: cel-python's evaluator treats it as an error value wherever it appears."""
+        return CELEvalError(message)
