@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 import socket
 import threading
 import time
@@ -14,24 +13,23 @@ import click
 
 from webhook.cli.common import EXIT_NEGATIVE, echo_json, handle_errors
 from webhook.errors import ClusterError, InputError, UpgradeGateError
+from webhook.gitops.config import parse_duration as config_duration
 from webhook.gitops.repo import Credentials
 from webhook.gitops.sources import ClusterView
 from webhook.gitops.sync import ACTIONS, Report, SyncOptions, run_cycle
 from webhook.kube.cluster import Cluster, LeaseElector, connect
 from webhook.settings import SyncSettings
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _COLUMNS = ("SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL REQUEST", "REASON")
 
 
 def parse_duration(text: str) -> float:
-    """A Go ``time.ParseDuration`` string of ms/s/m/h terms (``10m``, ``1h30m``) in seconds; raises
-    ``InputError`` for another shape or a zero duration."""
-    terms = list(_DURATION.finditer(text))
-    if not terms or "".join(t.group(0) for t in terms) != text:
+    """A Go ``time.ParseDuration`` string (``10m``, ``1h30m``; ``webhook.gitops.config.parse_duration``) in
+    seconds; raises ``InputError`` for another shape or a zero duration."""
+    duration = config_duration(text)
+    if duration is None:
         raise InputError(f"--interval {text!r}: expected a duration such as 30s, 10m or 1h30m")
-    seconds = sum(float(t.group(1)) * _UNITS[t.group(2)] for t in terms)
+    seconds = duration.total_seconds()
     if seconds <= 0:
         raise InputError(f"--interval {text!r}: must be positive")
     return seconds

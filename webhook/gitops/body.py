@@ -1,10 +1,10 @@
 """Pull request bodies (Markdown): what a change proposes, how the upgrade is reached, whether the policies
-would admit approving it. Pure and deterministic: the same change and verdict give the same text, so an
-unchanged proposal never edits its pull request."""
+would admit approving it (for an add-on: applying it). Pure and deterministic: the same change and verdict give
+the same text, so an unchanged proposal never edits its pull request."""
 
 from __future__ import annotations
 
-from webhook.gitops.proposals import CATALOG_IMAGE, REMOVE, Change
+from webhook.gitops.proposals import ADDON_VERSION, CATALOG_IMAGE, REMOVE, AddOnFacts, Change
 
 MARKER = "<!-- upgrade-gate -->"
 
@@ -35,9 +35,39 @@ def render_body(change: Change, verdict: str | None) -> str:
                 "updated any more."
             )
             lines.append("")
+    if change.addon is not None:
+        lines += _addon_rows(change.addon, verdict)
     lines += ["Files:", *(f"- `{f.path}` ({'deleted' if f.content is None else 'written'})" for f in change.files)]
     lines += ["", MARKER]
     return "\n".join(lines) + "\n"
+
+
+def _addon_rows(facts: AddOnFacts, verdict: str | None) -> list[str]:
+    default = f" (default {facts.default})" if facts.default else ""
+    rows = [
+        ("Add-on", facts.addon),
+        ("Supported versions", f"{', '.join(facts.supported)}{default}, from {facts.status_from}"),
+        ("To", facts.version),
+        *(
+            (f"{m.where}{' (canary)' if m.canary else ''}", f"from {m.from_version} to {facts.version}")
+            for m in facts.moves
+        ),
+        *(
+            (f"{m.where} (held)", f"stays at {m.from_version} until the canaries have run {facts.version}")
+            for m in facts.held
+        ),
+        ("Canary", facts.canary),
+    ]
+    if facts.ready_at is not None:
+        rows.append(("Canary soak ends", facts.ready_at))
+    if verdict is not None:
+        rows.append(("Policies", verdict))
+    table = ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows), ""]
+    note = (
+        "Merging applies the new installVersions; the addon manager then installs them (seed 004). A commit by "
+        "anyone but upgrade-gate freezes the branch: it is not rebased or updated any more."
+    )
+    return [*table, note, ""]
 
 
 def _summary(change: Change) -> str:
@@ -47,6 +77,8 @@ def _summary(change: Change) -> str:
         moves = f"from `{change.from_version}` to `{change.to_version}`"
         return f"upgrade-gate switches **{change.subject}** {moves}. {change.reason}"
     moves = f"from {change.from_version} to {change.to_version}"
+    if change.kind == ADDON_VERSION:
+        return f"upgrade-gate proposes upgrading add-on **{change.subject.split('/', 1)[1]}** {moves}. {change.reason}"
     return f"upgrade-gate proposes upgrading **{change.subject}** {moves}. {change.reason}"
 
 

@@ -29,12 +29,29 @@ Schema (every path is relative to the repository root unless absolute; unknown k
     git:
       authorName: upgrade-gate               # the bot's identity; a branch with a commit by anyone else
       authorEmail: upgrade-gate@noreply.invalid   # is left alone
+    addons:                                  # optional: add-on installVersion upgrades (seed 004)
+      manifests: clusters/hub/addons         # str or list: directories or globs of ClusterManagementAddOn and
+                                             # ManagedClusterAddOn manifests (PlacementDecisions there are
+                                             # read too, offline)
+      installed: cluster                     # status: supportedVersions, placement decisions and canary
+                                             # progress from the manifests' status (offline); cluster: from
+                                             # the cluster. Default: the top-level installed
+      canaryPlacements: default/canary-placement  # str or list of NAMESPACE/NAME; [] = no canary stage.
+                                             # Default: addonCanaryPlacement of policies/settings.yaml
+      canarySoak: 1h                         # how long every canary runs a version successfully before the
+                                             # other placements get it (Go duration); default:
+                                             # addonCanarySoak of policies/settings.yaml
+
+With ``addons`` set, ``extensions``, ``revisions`` and ``catalogs`` may be left out together (a repository of
+add-ons only); otherwise they are required.
 
 Errors: ``load_config`` raises one ``InputError`` ``upgrade-gate.yaml: <field>: <problem>``.
 """
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +64,13 @@ CONFIG_FILE = "upgrade-gate.yaml"
 CATALOGD_CONTENT = "https://catalogd-service.olmv1-system.svc/catalogs/{name}"
 FORGE_URLS = {"github": "https://api.github.com", "gitlab": "https://gitlab.com/api/v4", "none": ""}
 INSTALLED_SOURCES = ("status", "cluster")
+DEFAULT_CANARY_PLACEMENT = "default/canary-placement"
+"""``addonCanaryPlacement`` of the bundled ``policies/settings.yaml`` (a test keeps the two equal)."""
+DEFAULT_CANARY_SOAK = datetime.timedelta(hours=1)
+"""``addonCanarySoak`` of the bundled ``policies/settings.yaml`` (a test keeps the two equal)."""
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PLACEMENT = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +104,17 @@ class PolicyCheckConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AddOnConfig:
+    """Where add-on manifests are (``manifests``), where their status is read (``installed``: status or
+    cluster), the canary placements (``NAMESPACE/NAME``) and how long canaries soak."""
+
+    manifests: tuple[str, ...]
+    installed: str = "status"
+    canary_placements: tuple[str, ...] = (DEFAULT_CANARY_PLACEMENT,)
+    canary_soak: datetime.timedelta = DEFAULT_CANARY_SOAK
+
+
+@dataclass(frozen=True, slots=True)
 class SyncConfig:
     """The parsed ``upgrade-gate.yaml`` (see the module docstring for every key and default)."""
 
@@ -94,6 +129,7 @@ class SyncConfig:
     policy_check: PolicyCheckConfig | None = None
     author_name: str = "upgrade-gate"
     author_email: str = "upgrade-gate@noreply.invalid"
+    addons: AddOnConfig | None = None
 
 
 def load_config(root: Path) -> SyncConfig:
@@ -121,6 +157,7 @@ _TOP_KEYS = {
     "forge",
     "policyCheck",
     "git",
+    "addons",
 }
 
 
@@ -133,10 +170,12 @@ def parse_config(data: Mapping[str, Any]) -> SyncConfig:
     git = _mapping(data, "git")
     _no_unknown(git, {"authorName", "authorEmail"}, "git.")
     defaults = SyncConfig((), "", ())
+    addons = _addons(data.get("addons"), installed)
+    add_ons_only = addons is not None and not any(k in data for k in ("extensions", "revisions", "catalogs"))
     return SyncConfig(
-        extensions=_strings(data, "extensions", required=True),
-        revisions=_str(data, "revisions"),
-        catalogs=_catalogs(data.get("catalogs")),
+        extensions=() if add_ons_only else _strings(data, "extensions", required=True),
+        revisions="" if add_ons_only else _str(data, "revisions"),
+        catalogs=() if add_ons_only else _catalogs(data.get("catalogs")),
         installed=installed,
         kube_version=_str(data, "kubeVersion", "") or None,
         base_branch=_str(data, "baseBranch", defaults.base_branch),
@@ -145,6 +184,49 @@ def parse_config(data: Mapping[str, Any]) -> SyncConfig:
         policy_check=_policy_check(data.get("policyCheck")),
         author_name=_str(git, "authorName", defaults.author_name, "git."),
         author_email=_str(git, "authorEmail", defaults.author_email, "git."),
+        addons=addons,
+    )
+
+
+def parse_duration(text: str) -> datetime.timedelta | None:
+    """A Go ``time.ParseDuration`` string without sign (``90m``, ``1h30m``, ``1.5h``, ``500ms``, ``0``) as a
+    ``timedelta``; ``None`` when ``text`` has another shape."""
+    if text == "0":
+        return datetime.timedelta(0)
+    terms = list(_DURATION.finditer(text))
+    if not terms or "".join(t.group(0) for t in terms) != text:
+        return None
+    return datetime.timedelta(seconds=sum(float(t.group(1)) * _UNITS[t.group(2)] for t in terms))
+
+
+def _addons(value: Any, installed: str) -> AddOnConfig | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise _error("addons", "must be a mapping")
+    _no_unknown(value, {"manifests", "installed", "canaryPlacements", "canarySoak"}, "addons.")
+    source = _str(value, "installed", installed, "addons.")
+    if source not in INSTALLED_SOURCES:
+        raise _error("addons.installed", f"must be one of {', '.join(INSTALLED_SOURCES)}, not {source!r}")
+    canaries = (
+        _strings(value, "canaryPlacements", prefix="addons.")
+        if "canaryPlacements" in value
+        else (DEFAULT_CANARY_PLACEMENT,)
+    )
+    for canary in canaries:
+        if not _PLACEMENT.fullmatch(canary):
+            raise _error("addons.canaryPlacements", f"must be NAMESPACE/NAME of a Placement, not {canary!r}")
+    soak_text = value.get("canarySoak")
+    soak = (
+        DEFAULT_CANARY_SOAK if soak_text is None else parse_duration(soak_text) if isinstance(soak_text, str) else None
+    )
+    if soak is None:
+        raise _error("addons.canarySoak", f"must be a duration such as 30m, 1h or 1h30m, not {soak_text!r}")
+    return AddOnConfig(
+        manifests=_strings(value, "manifests", required=True, prefix="addons."),
+        installed=source,
+        canary_placements=canaries,
+        canary_soak=soak,
     )
 
 

@@ -1,4 +1,5 @@
-"""The repository's manifests: ClusterExtensions and ClusterCatalogs read, ClusterExtensionRevisions read and written.
+"""The repository's manifests: ClusterExtensions, ClusterCatalogs and add-ons (ClusterManagementAddOn,
+ManagedClusterAddOn, PlacementDecision) read, ClusterExtensionRevisions read and written.
 
 Reading never stops at a bad file: each invalid file or document becomes a ``Problem`` (file, line, reason)
 and the others are read. Revision manifests are written in one deterministic shape (seed 000's fields, this
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ from webhook.resolve.revision import RevisionProposal
 REVISION_KIND = "ClusterExtensionRevision"
 EXTENSION_LABEL = "clusterextension"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+MANAGEMENT_ADDON_KIND = "ClusterManagementAddOn"
+MANAGED_ADDON_KIND = "ManagedClusterAddOn"
+PLACEMENT_DECISION_KIND = "PlacementDecision"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,32 @@ class ExtensionEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class AddOnManifests:
+    """One add-on's manifests in the repository: its ClusterManagementAddOn (``None`` when only
+    ManagedClusterAddOns name it) and its ManagedClusterAddOns, sorted by namespace (the cluster)."""
+
+    name: str
+    management: Document | None
+    managed: tuple[Document, ...]
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files its manifests are in, sorted."""
+        docs = (*([self.management] if self.management else []), *self.managed)
+        return tuple(sorted({doc.file for doc in docs}))
+
+
+@dataclass(frozen=True, slots=True)
+class AddOnDocuments:
+    """The add-ons under some patterns (sorted by name), the PlacementDecision manifests found beside them,
+    and the problems met on the way."""
+
+    addons: tuple[AddOnManifests, ...]
+    decisions: tuple[Document, ...]
+    problems: tuple[Problem, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RevisionFile:
     """A ClusterExtensionRevision manifest in the repository (one per file, as the sync loop writes them)."""
 
@@ -90,14 +120,16 @@ def matching_files(root: Path, patterns: Iterable[str]) -> list[str]:
     return sorted(_relative(p, root) for p in found)
 
 
-def read_documents(root: Path, files: Iterable[str], kind: str) -> Documents:
-    """Every manifest of ``kind`` in ``files``; other kinds are ignored, unreadable files are problems."""
+def read_documents(root: Path, files: Iterable[str], kind: str | Collection[str]) -> Documents:
+    """Every manifest of ``kind`` (one, or a collection of kinds) in ``files``; other kinds are ignored,
+    unreadable files are problems."""
+    kinds = {kind} if isinstance(kind, str) else set(kind)
     documents: list[Document] = []
     problems: list[Problem] = []
     for file in files:
         try:
             for document, line in iter_yaml_documents(read_text(root / file), file):
-                if isinstance(document, Mapping) and document.get("kind") == kind:
+                if isinstance(document, Mapping) and document.get("kind") in kinds:
                     documents.append(Document(file, line, document))
         except ManifestError as error:
             line, reason = _located(_strip_file(str(error), file))
@@ -125,6 +157,45 @@ def read_extensions(root: Path, patterns: Iterable[str]) -> tuple[list[Extension
             continue
         entries[extension.name] = ExtensionEntry(extension, doc.file)
     return [entries[name] for name in sorted(entries)], problems
+
+
+def read_addons(root: Path, patterns: Iterable[str]) -> AddOnDocuments:
+    """The ClusterManagementAddOns, ManagedClusterAddOns and PlacementDecisions under ``patterns``, grouped by
+    add-on (a ManagedClusterAddOn is named after its ClusterManagementAddOn, seed 004 / OCM). A manifest
+    without ``metadata.name`` (and, but for the cluster-scoped ClusterManagementAddOn, ``metadata.namespace``)
+    and a second manifest of the same object are problems."""
+    kinds = (MANAGEMENT_ADDON_KIND, MANAGED_ADDON_KIND, PLACEMENT_DECISION_KIND)
+    found = read_documents(root, matching_files(root, patterns), kinds)
+    problems = list(found.problems)
+    seen: dict[tuple[str, str, str], Document] = {}
+    for doc in found.documents:
+        metadata = doc.manifest.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        kind, name, namespace = doc.manifest["kind"], metadata.get("name"), metadata.get("namespace")
+        namespaced = kind != MANAGEMENT_ADDON_KIND
+        if not isinstance(name, str) or not name or (namespaced and (not isinstance(namespace, str) or not namespace)):
+            needs = "metadata.name and metadata.namespace" if namespaced else "metadata.name"
+            problems.append(Problem(doc.file, doc.line, f"a {kind} needs {needs}"))
+            continue
+        key = (str(kind), str(namespace) if namespaced else "", name)
+        if key in seen:
+            where = f"{namespace}/{name}" if namespaced else name
+            problems.append(Problem(doc.file, doc.line, f"{kind} {where} is also in {seen[key].file}"))
+            continue
+        seen[key] = doc
+    names = sorted({name for kind, _, name in seen if kind != PLACEMENT_DECISION_KIND})
+    addons = tuple(
+        AddOnManifests(
+            name,
+            seen.get((MANAGEMENT_ADDON_KIND, "", name)),
+            tuple(
+                doc for (kind, _, other), doc in sorted(seen.items()) if kind == MANAGED_ADDON_KIND and other == name
+            ),
+        )
+        for name in names
+    )
+    decisions = tuple(doc for (kind, _, _), doc in sorted(seen.items()) if kind == PLACEMENT_DECISION_KIND)
+    return AddOnDocuments(addons, decisions, tuple(problems))
 
 
 def read_revisions(root: Path, directory: str) -> tuple[list[RevisionFile], list[Problem]]:

@@ -15,12 +15,15 @@ Seed 000's revision lifecycle, applied to Git (one ClusterExtensionRevision per 
 
 Every change goes on branch ``<branchPrefix><extension>`` as one commit on the base branch. Whether that branch
 must be pushed, kept, left alone (a human committed to it) or withdrawn is ``branch_action``'s decision.
+Catalog image switches (``webhook.gitops.templates``) and add-on installVersion upgrades
+(``webhook.gitops.addonplans``, kind ``addon-version``) are ``Change`` values too and take the same road.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from webhook.gitops.manifests import ExtensionEntry, RevisionFile, render_revision, revision_path
 from webhook.resolve.revision import RevisionProposal, UpgradeCheck, is_pinned
@@ -30,6 +33,9 @@ PROPOSE = "propose"
 UPDATE = "update"
 REMOVE = "remove"
 CATALOG_IMAGE = "catalog-image"
+ADDON_VERSION = "addon-version"
+HELD = "held"
+"""The action of an ``Outcome`` whose upgrade waits for the add-on's canaries (seed 004 "Canary upgrade")."""
 NOTHING_IN_RANGE = "no bundles found for package"
 
 
@@ -56,12 +62,60 @@ class UpgradeFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class AddOnMove:
+    """One pinned ``installVersion`` of an add-on: ``where`` it is (``placement default/canary-placement`` or
+    ``cluster cluster1``), its file, the version it pins now, and whether it is a canary."""
+
+    where: str
+    file: str
+    from_version: str
+    canary: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AddOnUpdate:
+    """An object an add-on change updates, before and after, as the API server would see the UPDATE:
+    ``kind`` ClusterManagementAddOn (cluster-scoped, ``namespace`` empty) or ManagedClusterAddOn."""
+
+    kind: str
+    name: str
+    namespace: str
+    old: Mapping[str, Any]
+    new: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AddOnFacts:
+    """What a pull request body says about an add-on upgrade (seed 004).
+
+    ``version`` is the target, ``supported``/``default`` the ClusterManagementAddOn's status as read from
+    ``status_from`` (``the cluster`` or ``the manifests' status``); ``moves`` are the installVersions the change
+    edits, ``held`` those that wait for the canaries; ``canary`` says how the canary gate stands and
+    ``ready_at`` (RFC 3339) when its soak ends. ``updates`` and ``objects`` (the ClusterManagementAddOn, the
+    canary PlacementDecisions and ManagedClusterAddOns) let the policy check replay the change.
+    """
+
+    addon: str
+    version: str
+    supported: tuple[str, ...]
+    default: str | None
+    status_from: str
+    moves: tuple[AddOnMove, ...]
+    held: tuple[AddOnMove, ...]
+    canary: str
+    ready_at: str | None
+    updates: tuple[AddOnUpdate, ...]
+    objects: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
     """A change to propose on one branch.
 
-    ``subject`` is the extension name (or ``clustercatalog/<name>`` for a catalog image), ``kind`` one of
-    propose/update/remove/catalog-image, ``files`` sorted by path, ``reason`` one sentence (why a removal,
-    how an upgrade is reached), ``facts`` the upgrade's facts for propose/update.
+    ``subject`` is the extension name (or ``clustercatalog/<name>`` for a catalog image, ``addon/<name>`` for
+    an add-on), ``kind`` one of propose/update/remove/catalog-image/addon-version, ``files`` sorted by path,
+    ``reason`` one sentence (why a removal, how an upgrade is reached), ``facts`` the upgrade's facts for
+    propose/update, ``addon`` an add-on upgrade's facts.
     """
 
     subject: str
@@ -74,6 +128,7 @@ class Change:
     reason: str
     facts: UpgradeFacts | None = None
     revision: RevisionProposal | None = None
+    addon: AddOnFacts | None = None
 
     @property
     def commit_message(self) -> str:
@@ -83,12 +138,14 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A subject with nothing to propose this cycle: ``action`` unchanged or skipped, and why."""
+    """A subject with nothing to propose this cycle: ``action`` unchanged, skipped or held, and why;
+    ``ready_at`` (RFC 3339) when a held upgrade's canary soak ends, if known."""
 
     subject: str
     action: str
     reason: str
     file: str | None = None
+    ready_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

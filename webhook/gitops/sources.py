@@ -3,7 +3,8 @@
 Catalogs come from ``upgrade-gate.yaml``'s ``catalogs`` (FBC paths, catalogd URLs, or ClusterCatalog
 manifests whose content is served at ``content`` with ``{name}`` replaced). A catalog that cannot be loaded
 aborts the cycle (``CatalogError``): resolving without it could remove proposals it still justifies.
-Installed versions come from the manifests' ``status.install.bundle`` or from the cluster (``ClusterView``).
+Installed versions come from the manifests' ``status.install.bundle`` or from the cluster (``ClusterView``, which
+also answers the add-on lookups of ``webhook.gitops.addonviews.AddOnView``).
 
 A ``CatalogCache`` kept across cycles (``upgrade-gate sync --interval``) reuses a loaded path catalog, and the
 package models already decoded from it, while no file under it changed (same names, sizes and modification
@@ -20,13 +21,15 @@ from typing import Any, Protocol
 
 from webhook.catalog import Catalog, catalog_from_cluster_catalog, load_catalog
 from webhook.errors import ManifestError
+from webhook.gitops.addonviews import AddOnView
 from webhook.gitops.config import CatalogConfig
 from webhook.gitops.manifests import Document, ExtensionEntry, Problem, matching_files, read_documents
 from webhook.resolve.extension import InstalledBundle
 
 
-class ClusterView(Protocol):
-    """What the sync loop reads from a cluster (``webhook.kube.cluster.Cluster`` implements it)."""
+class ClusterView(AddOnView, Protocol):
+    """What the sync loop reads from a cluster (``webhook.kube.cluster.Cluster`` implements it): installed
+    bundles, the server version, one object for image templates, and the add-on lookups of ``AddOnView``."""
 
     def installed_bundles(self) -> Mapping[str, tuple[str, str]]:
         """``{ClusterExtension name: (bundle name, bundle version)}`` from ``status.install.bundle``."""

@@ -7,7 +7,9 @@ A cycle, in order (``run_cycle``):
    the remote's default branch); list the forge's open pull requests, so an unreachable remote or forge fails
    the cycle before anything is written;
 3. load the catalogs once, learn installed versions (manifests' status or the cluster), and plan every
-   extension (``webhook.gitops.proposals``) and every templated ClusterCatalog (``webhook.gitops.templates``);
+   extension (``webhook.gitops.proposals``), every templated ClusterCatalog (``webhook.gitops.templates``) and,
+   with ``addons`` configured, every add-on's next installVersion step (``webhook.gitops.addonplans``, its
+   facts from ``webhook.gitops.addonviews``; an add-on waiting for its canaries is reported ``held``);
 4. per branch: leave it alone if a human committed to it; skip a change whose pull request (same branch,
    same title) was closed without merging; keep a branch that already carries the change; otherwise commit
    the change as one commit on the base branch and push every branch at once, each with a lease;
@@ -33,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from webhook.errors import CatalogError, GitError, InputError, ManifestError
+from webhook.gitops.addonplans import SUBJECT_PREFIX, AddOnContext, addon_subject, plan_addon
+from webhook.gitops.addonviews import AddOnView, ObjectsView, observe
 from webhook.gitops.body import render_body
 from webhook.gitops.config import SyncConfig, load_config
 from webhook.gitops.forge import Forge, PullRequest, make_forge
@@ -40,13 +44,16 @@ from webhook.gitops.manifests import (
     REVISION_KIND,
     RevisionFile,
     parse_revision,
+    read_addons,
     read_extensions,
     read_revisions,
     rfc3339,
 )
 from webhook.gitops.policycheck import ApprovalCheck
 from webhook.gitops.proposals import (
+    ADDON_VERSION,
     CATALOG_IMAGE,
+    HELD,
     HUMAN,
     NONE,
     PROPOSE,
@@ -69,8 +76,14 @@ from webhook.gitops.templates import plan_catalog_image
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.resolve.revision import check_extension
 
-ACTIONS = ("proposed", "updated", "removed", "withdrawn", "skipped", "failed", "unchanged")
-_DONE = {PROPOSE: "proposed", UPDATE: "updated", REMOVE: "removed", CATALOG_IMAGE: "proposed"}
+ACTIONS = ("proposed", "updated", "removed", "withdrawn", HELD, "skipped", "failed", "unchanged")
+_DONE = {
+    PROPOSE: "proposed",
+    UPDATE: "updated",
+    REMOVE: "removed",
+    CATALOG_IMAGE: "proposed",
+    ADDON_VERSION: "proposed",
+}
 
 Progress = Callable[[str, int, int], None]
 Verdict = Callable[[Change], str | None]
@@ -78,8 +91,9 @@ Verdict = Callable[[Change], str | None]
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One line of the report: a subject (extension, ``clustercatalog/<name>`` or a file), what happened
-    (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some."""
+    """One line of the report: a subject (extension, ``clustercatalog/<name>``, ``addon/<name>`` or a file), what
+    happened (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some, and
+    for a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known."""
 
     subject: str
     action: str
@@ -89,12 +103,14 @@ class Entry:
     to_version: str | None = None
     file: str | None = None
     pull_request: str | None = None
+    ready_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Report:
     """What a cycle did: the base branch and commit it read, every entry (sorted by subject), and the seconds
-    spent per phase (``fetch``, ``read``, ``catalogs``, ``resolve``, ``git``, ``forge``)."""
+    spent per phase (``fetch``, ``read``, ``catalogs``, ``resolve``, ``cluster`` (add-on lookups), ``git``,
+    ``forge``)."""
 
     base: str
     commit: str
@@ -126,9 +142,9 @@ class SyncOptions:
     """Everything a cycle needs besides the repository's own ``upgrade-gate.yaml``.
 
     ``repo`` is a Git URL or local path; ``workdir`` the sync loop's working clone (created on first use);
-    ``cluster`` is required for ``installed: cluster`` and GVK image templates; ``catalog_cache`` carries loaded
-    catalogs from one cycle to the next (reuse the options across cycles); ``clock`` returns the current UTC
-    time.
+    ``cluster`` is required for ``installed: cluster``, ``addons.installed: cluster`` and GVK image templates;
+    ``catalog_cache`` carries loaded catalogs from one cycle to the next (reuse the options across cycles);
+    ``clock`` returns the current UTC time.
     """
 
     repo: str
@@ -171,6 +187,7 @@ class _Inputs:
     installed: Mapping[str, tuple[str, str]] | None
     kube_version: str | None
     verdict: Verdict | None
+    addon_view: AddOnView | None
 
 
 class _Cycle:
@@ -222,17 +239,23 @@ class _Cycle:
 
     def _inputs(self, root: Path, config: SyncConfig) -> _Inputs:
         cluster = self.options.cluster
-        if config.installed == "cluster" and cluster is None:
-            raise InputError("upgrade-gate.yaml: installed: cluster needs a cluster (in-cluster or a kubeconfig)")
+        from_cluster = config.installed == "cluster" and bool(config.extensions)
+        for key, wanted in (("installed", from_cluster), ("addons.installed", _addons_from_cluster(config))):
+            if wanted and cluster is None:
+                raise InputError(f"upgrade-gate.yaml: {key}: cluster needs a cluster (in-cluster or a kubeconfig)")
         with self.timed("catalogs"):
             catalogs = load_catalogs(root, config.catalogs, self.options.catalog_cache)
-            installed = cluster.installed_bundles() if cluster is not None and config.installed == "cluster" else None
-            kube_version = config.kube_version or (cluster.server_version() if cluster is not None else None)
+            installed = cluster.installed_bundles() if cluster is not None and from_cluster else None
+            templated = bool(config.catalogs)
+            kube_version = config.kube_version or (
+                cluster.server_version() if cluster is not None and templated else None
+            )
         for problem in catalogs.problems:
             self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
         check = config.policy_check
         verdict = ApprovalCheck(check, root, self.now).verdict if check is not None and self.forge else None
-        return _Inputs(config, catalogs, installed, kube_version, verdict)
+        addon_view = cluster if _addons_from_cluster(config) else None
+        return _Inputs(config, catalogs, installed, kube_version, verdict, addon_view)
 
     def _attempt(
         self,
@@ -261,8 +284,8 @@ class _Cycle:
             if action == HUMAN and state is not None:
                 why = f"branch {branch} has commits by {', '.join(state.foreign_authors)}: left alone"
                 self.entries[subject] = Entry(subject, "skipped", why, branch)
-            elif action == NONE:
-                self.entries[subject] = Entry(subject, "unchanged", item.reason if isinstance(item, Outcome) else "")
+            elif action == NONE and isinstance(item, Outcome):
+                self.entries[subject] = Entry(subject, item.action, item.reason, ready_at=item.ready_at)
             elif action == WITHDRAW and state is not None:
                 updates.append(RefUpdate(branch, None, state.head))
                 pending[branch] = (subject, item, action)
@@ -286,6 +309,14 @@ class _Cycle:
         return {pending[b][0]: (b, why) for b, why in result.rejected.items()}
 
     def _plan(
+        self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
+    ) -> dict[str, Change | Outcome]:
+        plan = self._extensions(root, inputs, states, scope) if inputs.config.extensions else {}
+        plan.update(self._templates(root, inputs, scope))
+        plan.update(self._addons(root, inputs, states, scope))
+        return plan
+
+    def _extensions(
         self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
     ) -> dict[str, Change | Outcome]:
         config = inputs.config
@@ -328,7 +359,39 @@ class _Cycle:
                 plan[name] = Outcome(name, "skipped", "not removed while ClusterExtension manifests have errors")
         else:
             plan.update((c.subject, c) for c in plan_orphans(orphans, context))
-        plan.update(self._templates(root, inputs, scope))
+        return plan
+
+    def _addons(
+        self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
+    ) -> dict[str, Change | Outcome]:
+        config = inputs.config.addons
+        if config is None:
+            return {}
+        with self.timed("read"):
+            found = read_addons(root, config.manifests)
+            texts = {file: read_text(root / file) for addon in found.addons for file in addon.files}
+        for problem in found.problems if scope is None else ():
+            self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
+        view = inputs.addon_view or ObjectsView.of_documents(found)
+        prefix = inputs.config.branch_prefix
+        context = AddOnContext(config.canary_placements, config.canary_soak, prefix, self.now)
+        plan: dict[str, Change | Outcome] = {}
+        for addon in found.addons:
+            subject = addon_subject(addon.name)
+            if scope is None or subject in scope:
+                with self.timed("cluster"):
+                    state = observe(view, addon, config.canary_placements, config.installed)
+                plan[subject] = plan_addon(addon, texts, state, context)
+        known = {addon_subject(addon.name) for addon in found.addons}
+        for branch in sorted(states):
+            subject = branch.removeprefix(prefix)
+            if not subject.startswith(SUBJECT_PREFIX) or subject in known or (scope and subject not in scope):
+                continue
+            if found.problems:
+                plan[subject] = Outcome(subject, "skipped", "not withdrawn while add-on manifests have errors")
+            else:
+                gone = f"add-on {subject.removeprefix(SUBJECT_PREFIX)} is not in the repository any more"
+                plan[subject] = Outcome(subject, "unchanged", gone)
         return plan
 
     def _templates(self, root: Path, inputs: _Inputs, scope: set[str] | None) -> dict[str, Change | Outcome]:
@@ -366,8 +429,13 @@ class _Cycle:
             if forge is not None and pull is not None:
                 with self.timed("forge"):
                     forge.close_pull_request(pull)
+            url = pull.url if pull else None
+            if item.action == HELD:  # still waiting is the news; the branch proposed nothing new
+                why = f"{item.reason}; branch {branch} deleted until then"
+                self.entries[subject] = Entry(subject, HELD, why, branch, pull_request=url, ready_at=item.ready_at)
+                return
             why = f"nothing to propose any more ({item.reason}): branch {branch} deleted"
-            self.entries[subject] = Entry(subject, "withdrawn", why, branch, pull_request=pull.url if pull else None)
+            self.entries[subject] = Entry(subject, "withdrawn", why, branch, pull_request=url)
             return
         url = None
         if forge is not None:
@@ -392,6 +460,10 @@ class _Cycle:
         if pull.title != change.title or pull.body != body:
             return forge.update_pull_request(pull, change.title, body)
         return pull
+
+
+def _addons_from_cluster(config: SyncConfig) -> bool:
+    return config.addons is not None and config.addons.installed == "cluster"
 
 
 def _branch_revisions(state: BranchState | None) -> list[RevisionFile]:

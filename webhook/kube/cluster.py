@@ -2,7 +2,11 @@
 
 ``Cluster`` implements ``webhook.gitops.sources.ClusterView``: installed bundles from ClusterExtensions'
 ``status.install.bundle`` (``olm.operatorframework.io/v1``), the API server's ``/version`` for catalog image
-templates, and one object by group/version/kind for GVK templates (through API discovery).
+templates, one object by group/version/kind for GVK templates (through API discovery), and the add-on lookups
+(Open Cluster Management): a ClusterManagementAddOn and a ManagedClusterAddOn
+(``addon.open-cluster-management.io/v1alpha1``), PlacementDecisions by their Placement's label
+(``cluster.open-cluster-management.io/v1beta1``), through ``CustomObjectsApi``. A kind the cluster does not
+serve reads as absent (HTTP 404), as does a missing object.
 
 ``LeaseElector`` keeps one active replica with a ``coordination.k8s.io/v1`` Lease, as client-go's
 ``leaderelection`` does: a Lease held by someone else whose ``renewTime + leaseDurationSeconds`` has not passed
@@ -26,10 +30,14 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from urllib3.exceptions import HTTPError
 
 from webhook.errors import ClusterError
 
 OLM_GROUP, OLM_VERSION = "olm.operatorframework.io", "v1"
+ADDON_GROUP, ADDON_VERSION = "addon.open-cluster-management.io", "v1alpha1"
+PLACEMENT_GROUP, PLACEMENT_VERSION = "cluster.open-cluster-management.io", "v1beta1"
+PLACEMENT_LABEL = "cluster.open-cluster-management.io/placement"
 
 
 def connect(kubeconfig: Path | None = None) -> Any:
@@ -51,7 +59,8 @@ def connect(kubeconfig: Path | None = None) -> Any:
 
 
 class Cluster:
-    """The sync loop's read-only view of a cluster (``get``/``list`` on ClusterExtensions, ``/version``)."""
+    """The sync loop's read-only view of a cluster (``get``/``list`` on ClusterExtensions and add-on objects,
+    ``/version``)."""
 
     def __init__(self, api_client: Any) -> None:
         self._api = api_client
@@ -90,6 +99,48 @@ class Cluster:
         except ApiException as error:
             raise ClusterError(f"get {kind} {name}: {error.status} {error.reason}") from None
         return dict(found.to_dict())
+
+    def cluster_management_addon(self, name: str) -> dict[str, Any] | None:
+        """The ClusterManagementAddOn ``name`` (cluster-scoped), or ``None``."""
+        return _object(
+            f"get clustermanagementaddon {name}",
+            client.CustomObjectsApi(self._api).get_cluster_custom_object,
+            ADDON_GROUP,
+            ADDON_VERSION,
+            "clustermanagementaddons",
+            name,
+        )
+
+    def managed_cluster_addon(self, name: str, namespace: str) -> dict[str, Any] | None:
+        """The ManagedClusterAddOn ``name`` in the cluster namespace ``namespace``, or ``None``."""
+        return _object(
+            f"get managedclusteraddon {namespace}/{name}",
+            client.CustomObjectsApi(self._api).get_namespaced_custom_object,
+            ADDON_GROUP,
+            ADDON_VERSION,
+            namespace,
+            "managedclusteraddons",
+            name,
+        )
+
+    def placement_decisions(self, namespace: str, placement: str) -> list[dict[str, Any]]:
+        """The PlacementDecisions in ``namespace`` labelled ``cluster.open-cluster-management.io/placement=
+        <placement>``, sorted by name, each with its ``apiVersion`` and ``kind``; empty when none."""
+        answer = _call(
+            f"list placementdecisions of {namespace}/{placement}",
+            client.CustomObjectsApi(self._api).list_namespaced_custom_object,
+            PLACEMENT_GROUP,
+            PLACEMENT_VERSION,
+            namespace,
+            "placementdecisions",
+            label_selector=f"{PLACEMENT_LABEL}={placement}",
+            missing_ok=True,
+        )
+        items = [
+            {"apiVersion": f"{PLACEMENT_GROUP}/{PLACEMENT_VERSION}", "kind": "PlacementDecision", **item}
+            for item in (answer or {}).get("items") or []
+        ]
+        return sorted(items, key=lambda item: str((item.get("metadata") or {}).get("name")))
 
 
 class LeaseElector:
@@ -190,10 +241,20 @@ class LeaseElector:
         return won
 
 
-def _call(what: str, function: Callable[..., Any], *args: Any) -> Any:
+def _object(what: str, function: Callable[..., Any], *args: Any) -> dict[str, Any] | None:
+    """One object as a dict, ``None`` when absent (``_call`` with ``missing_ok``)."""
+    found = _call(what, function, *args, missing_ok=True)
+    return dict(found) if found is not None else None
+
+
+def _call(what: str, function: Callable[..., Any], *args: Any, missing_ok: bool = False, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``; failures raise ``ClusterError`` naming ``what``. With ``missing_ok``, HTTP
+    404 (no such object, or a kind the cluster does not serve) returns ``None``."""
     try:
-        return function(*args)
+        return function(*args, **kwargs)
     except ApiException as error:
+        if missing_ok and error.status == 404:
+            return None
         raise ClusterError(f"{what}: {error.status} {error.reason}") from None
-    except OSError as error:
+    except (OSError, HTTPError) as error:
         raise ClusterError(f"{what}: {error}") from None
