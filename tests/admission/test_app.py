@@ -127,6 +127,7 @@ def test_readyz_is_ready_with_a_loaded_set_and_names_it(client: FlaskClient) -> 
     assert (answer.status_code, body["ready"], body["loadError"]) == (200, True, None)
     assert body["policies"] == {
         "generation": 1,
+        "celEngine": "cel-python",
         "validatingPolicies": 4,
         "validatingBindings": 4,
         "mutatingPolicies": 1,

@@ -14,12 +14,15 @@ import pytest
 
 from tests.admission.conftest import BAD_REQUESTS, CASES, OBJECTS, POLICIES, bad_body, expected, summary
 from tests.admission.process import Server, serving
+from webhook.settings import CEL_ENGINES
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+@pytest.fixture(scope="module", params=CEL_ENGINES)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The webhook on each CEL engine: every test below runs against both."""
     tmp = tmp_path_factory.mktemp("serve")
-    with serving(tmp, POLICIES, "--objects", str(OBJECTS), "--workers", "2", client_ca=True) as running:
+    args = ("--objects", str(OBJECTS), "--workers", "2", "--cel-engine", request.param)
+    with serving(tmp, POLICIES, *args, client_ca=True) as running:
         yield running
 
 
@@ -52,6 +55,11 @@ def test_tls_below_1_2_is_refused_by_the_server(server: Server) -> None:
     context.set_ciphers("ALL:@SECLEVEL=0")
     with pytest.raises(ssl.SSLError, match="PROTOCOL_VERSION"):
         server.request("GET", "/healthz", context=context)
+
+
+def test_readyz_names_the_cel_engine_the_flag_chose(server: Server, request: pytest.FixtureRequest) -> None:
+    engine = request.node.callspec.params["server"]
+    assert server.request("GET", "/readyz")[1]["policies"]["celEngine"] == engine
 
 
 def test_metrics_sum_every_worker(server: Server) -> None:

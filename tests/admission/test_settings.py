@@ -25,6 +25,7 @@ def test_every_variable_is_read() -> None:
         "KUBERNETES_SERVICE_HOST": "10.0.0.1",
         "KUBECONFIG": "/k",
         "POD_NAMESPACE": "gate",
+        "UPGRADE_GATE_CEL_ENGINE": "CEL-EXPR",
         "UPGRADE_GATE_WORKERS": "3",
         "UPGRADE_GATE_REQUEST_TIMEOUT": "2.5",
         "UPGRADE_GATE_RELOAD_INTERVAL": "0.5",
@@ -42,6 +43,7 @@ def test_every_variable_is_read() -> None:
         in_pod=True,
         kubeconfig=Path("/k"),
         namespace="gate",
+        cel_engine="cel-expr",
         workers=3,
         request_timeout_s=2.5,
         reload_interval_s=0.5,
@@ -66,6 +68,11 @@ def test_every_variable_is_read() -> None:
             {"UPGRADE_GATE_CLUSTER": "maybe"},
             "UPGRADE_GATE_CLUSTER='maybe': expected auto, on or off",
             id="an unknown cluster mode",
+        ),
+        pytest.param(
+            {"UPGRADE_GATE_CEL_ENGINE": "cel-go"},
+            "UPGRADE_GATE_CEL_ENGINE='cel-go': expected cel-python or cel-expr",
+            id="an unknown CEL engine",
         ),
     ],
 )

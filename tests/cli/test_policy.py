@@ -30,6 +30,18 @@ def test_the_bundled_suites_pass_and_write_junit(tmp_path: Path) -> None:
     assert all(s.get("failures") == "0" for s in suites)
 
 
+def test_the_bundled_suites_pass_on_the_cel_expr_engine() -> None:
+    code, out, _ = _run("policy", "test", str(ROOT / "policies" / "tests"), "--cel-engine", "cel-expr", "-o", "json")
+    assert code == 0
+    assert sum(len(suite["cases"]) for suite in json.loads(out)) > 50
+
+
+def test_an_unknown_cel_engine_is_bad_input() -> None:
+    code, _, err = _run("policy", "test", str(ROOT / "policies" / "tests"), "--cel-engine", "cel-go")
+    assert code == 2
+    assert "'cel-go' is not one of 'cel-python', 'cel-expr'" in err
+
+
 def test_a_failing_case_exits_1_and_is_listed() -> None:
     code, out, _ = _run("policy", "test", str(SUITES / "wrong-expectations.yaml"), "-o", "json")
     assert code == 1
@@ -79,8 +91,9 @@ def test_lint_says_which_bundled_policies_are_portable() -> None:
         ),
     ],
 )
-def test_cel_eval_prints_json(args: list[str], code: int, out: str) -> None:
-    assert _run("cel", "eval", *args)[:2] == (code, out + "\n")
+@pytest.mark.parametrize("engine", ["cel-python", "cel-expr"])
+def test_cel_eval_prints_json(args: list[str], code: int, out: str, engine: str) -> None:
+    assert _run("cel", "eval", *args, "--cel-engine", engine)[:2] == (code, out + "\n")
 
 
 def test_cel_eval_reads_a_variable_from_a_file(tmp_path: Path) -> None:
@@ -97,8 +110,9 @@ def test_cel_eval_reads_a_variable_from_a_file(tmp_path: Path) -> None:
         pytest.param(["x", "--var", "x=nope"], 2, "upgrade-gate: --var x: 'nope' is not JSON", id="a bad variable"),
     ],
 )
-def test_cel_eval_errors_are_one_line(args: list[str], code: int, error: str) -> None:
-    got, out, err = _run("cel", "eval", *args)
+@pytest.mark.parametrize("engine", ["cel-python", "cel-expr"])
+def test_cel_eval_errors_are_one_line(args: list[str], code: int, error: str, engine: str) -> None:
+    got, out, err = _run("cel", "eval", *args, "--cel-engine", engine)
     assert (got, out) == (code, "")
     assert err.startswith(error)
     assert err.count("\n") == 1

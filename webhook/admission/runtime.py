@@ -95,10 +95,12 @@ class Snapshot:
     objects: tuple[KubeObject, ...]
     admitter: Admitter
 
-    def summary(self) -> dict[str, int]:
-        """Counts for ``/readyz``: generation, policies and bindings of each type, param objects, objects."""
+    def summary(self) -> dict[str, int | str]:
+        """For ``/readyz``: generation, the CEL engine, counts of policies and bindings of each type, param
+        objects and objects."""
         return {
             "generation": self.generation,
+            "celEngine": self.policies.engine,
             "validatingPolicies": len(self.policies.validating_policies),
             "validatingBindings": len(self.policies.validating_bindings),
             "mutatingPolicies": len(self.policies.mutating_policies),

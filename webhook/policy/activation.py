@@ -210,12 +210,12 @@ def bind_variables(values: Activation, variables: tuple[Variable, ...]) -> None:
         values["variables"] = LazyVariables(variables, values, backend.error_value)
         return
     found: dict[str, object] = {}
-    values["variables"] = backend.to_cel(found)
+    values["variables"] = {}
     for variable in variables:
         value, error = evaluate(variable.expression, values)
         if error is None:
-            found[variable.name] = value
-            values["variables"] = backend.to_cel(found)
+            found[variable.name] = backend.to_cel(value)
+            values["variables"] = dict(found)
         else:
             values.failed[variable.name] = _variable_error(variable.name, error)
 

@@ -57,6 +57,6 @@ class Backend(Protocol):
 
     def error_value(self, message: str) -> object | None:
         """A CEL error value that a lazily read map (``variables``) may return for a key, so that only the
-        expressions reading it fail; ``None`` if this backend has none: it then takes only complete maps, built
-        with ``to_cel`` from a ``dict`` of its evaluation results."""
+        expressions reading it fail; ``None`` if this backend has none: it then takes only complete maps, such
+        as a ``dict`` of its evaluation results each passed through ``to_cel``."""
         ...
