@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,15 @@ import pytest
 import yaml
 
 from webhook.errors import InputError
-from webhook.gitops.config import CATALOGD_CONTENT, CatalogConfig, ForgeConfig, load_config, parse_config
+from webhook.gitops.config import (
+    CATALOGD_CONTENT,
+    AddOnConfig,
+    CatalogConfig,
+    ForgeConfig,
+    load_config,
+    parse_config,
+    parse_duration,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = yaml.safe_load((ROOT / "tests" / "data" / "gitops" / "configs.yaml").read_text())
@@ -45,3 +54,37 @@ def test_an_unreadable_config_is_one_error(tmp_path: Path, text: str, error: str
     with pytest.raises(InputError) as raised:
         load_config(tmp_path)
     assert str(raised.value).startswith(error)
+
+
+def test_add_on_canary_defaults_are_the_bundled_policy_settings() -> None:
+    settings = yaml.safe_load((ROOT / "policies" / "settings.yaml").read_text())["data"]
+    config = parse_config({"addons": {"manifests": "clusters/hub/addons"}})
+    assert config.addons == AddOnConfig(("clusters/hub/addons",))
+    assert config.addons.canary_placements == (settings["addonCanaryPlacement"],)
+    assert config.addons.canary_soak == parse_duration(settings["addonCanarySoak"])
+    assert (config.extensions, config.revisions, config.catalogs) == ((), "", ())
+
+
+def test_add_on_status_is_read_where_installed_versions_are_unless_told_otherwise() -> None:
+    base = {"extensions": "e", "revisions": "r", "catalogs": "c", "installed": "cluster"}
+    assert parse_config({**base, "addons": {"manifests": "a"}}).addons == AddOnConfig(("a",), "cluster")
+    soak = {"manifests": "a", "installed": "status", "canarySoak": "1h30m", "canaryPlacements": "hub/canaries"}
+    assert parse_config({**base, "addons": soak}).addons == AddOnConfig(
+        ("a",), "status", ("hub/canaries",), datetime.timedelta(minutes=90)
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0", 0.0), ("0s", 0.0), ("90m", 5400.0), ("1h30m", 5400.0), ("1.5h", 5400.0), ("250ms", 0.25), ("2us", 2e-6)],
+    ids=repr,
+)
+def test_durations_read_as_go_parses_them(text: str, seconds: float) -> None:
+    duration = parse_duration(text)
+    assert duration is not None
+    assert duration.total_seconds() == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "1", "1d", "-1h", "1h 30m", "h"], ids=repr)
+def test_other_durations_are_none(text: str) -> None:
+    assert parse_duration(text) is None

@@ -213,9 +213,9 @@ def _stage(
     held = [pin for pin in behind if not (id(pin) in canary or verdict is None or verdict.allowed)]
     waits = ""
     if verdict is not None:
-        waits = (
-            f"{', '.join(p.where for p in held)} wait for the canary placement {', '.join(canaries)}: {verdict.message}"
-        )
+        verb = "waits" if len(held) == 1 else "wait"
+        placements = ", ".join(canaries)
+        waits = f"{', '.join(p.where for p in held)} {verb} for the canary placement {placements}: {verdict.message}"
     ready_at = format_time(verdict.ready_at) if verdict is not None and verdict.ready_at else None
     if not moving:
         return Outcome(subject, HELD, waits, ready_at=ready_at)

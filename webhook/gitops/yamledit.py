@@ -67,18 +67,21 @@ def line_of(text: str, source: str, line: int, path: Path) -> int:
 
 def _span(text: str, source: str, edit: ScalarEdit) -> tuple[int, int, str]:
     node = _document(text, source, edit.line)
-    where = render_path(edit.path)
+
+    def error(why: str) -> ManifestError:
+        return ManifestError(f"{source}:{node.start_mark.line + 1}: cannot edit {render_path(edit.path)}: {why}")
+
     for part in edit.path:
         child = _child(node, part)
         if child is None:
-            raise ManifestError(f"{source}:{node.start_mark.line + 1}: cannot edit {where}: it is not written there")
+            raise error("it is not written there")
         if not node.start_mark.index <= child.start_mark.index <= node.end_mark.index:
-            raise ManifestError(f"{source}:{node.start_mark.line + 1}: cannot edit {where}: it comes from an alias")
+            raise error("it is a YAML anchor or alias")
         node = child
     if not isinstance(node, yaml.ScalarNode):
-        raise ManifestError(f"{source}:{node.start_mark.line + 1}: cannot edit {where}: it is not a scalar")
+        raise error("it is not a scalar")
     if text[node.start_mark.index] == "&":
-        raise ManifestError(f"{source}:{node.start_mark.line + 1}: cannot edit {where}: it is a YAML anchor or alias")
+        raise error("it is a YAML anchor or alias")
     return node.start_mark.index, node.end_mark.index, _render(node.style, edit.value)
 
 

@@ -1,0 +1,129 @@
+"""``plan_addon`` and ``set_scalars`` without git: the seed 004 cases of tests/data/gitops/addon-plans.yaml, and
+the minimal-edit rules of ``webhook.gitops.yamledit``."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from webhook.errors import ManifestError
+from webhook.gitops.addonplans import AddOnContext, plan_addon
+from webhook.gitops.addonviews import ObjectsView, observe
+from webhook.gitops.manifests import read_addons
+from webhook.gitops.proposals import Change
+from webhook.gitops.yamledit import ScalarEdit, set_scalars
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = yaml.safe_load((ROOT / "tests" / "data" / "gitops" / "addon-plans.yaml").read_text())
+NOW = datetime.datetime(2026, 3, 1, 12, 0, 0, tzinfo=datetime.UTC)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_plan(case: dict[str, Any], tmp_path: Path) -> None:
+    for name, text in case["files"].items():
+        (tmp_path / name).write_text(text)
+    found = read_addons(tmp_path, ["."])
+    assert found.problems == ()
+    [addon] = found.addons
+    canaries = tuple(case.get("canaryPlacements", ["default/canary-placement"]))
+    context = AddOnContext(canaries, datetime.timedelta(hours=1), "upgrade-gate/", NOW)
+    state = observe(ObjectsView(case["hub"]), addon, canaries, "cluster")
+    plan = plan_addon(addon, case["files"], state, context)
+    expect = case["expect"]
+    if not isinstance(plan, Change):
+        got = {"action": plan.action, "reason": plan.reason, "ready_at": plan.ready_at}
+        assert got == {"ready_at": None} | {k: v for k, v in expect.items() if k != "files"}
+        return
+    assert plan.addon is not None
+    assert expect["action"] == "proposed"
+    assert plan.title == expect["title"]
+    assert [f"{m.where} from {m.from_version}" for m in plan.addon.moves] == expect["moves"]
+    assert [f"{m.where} from {m.from_version}" for m in plan.addon.held] == expect.get("held", [])
+    if "canary" in expect:
+        assert plan.addon.canary == expect["canary"]
+    for file, (old, new) in expect.get("files", {}).items():
+        [written] = [f.content for f in plan.files if f.path == file]
+        assert written == case["files"][file].replace(old, new)
+
+
+BLOCK = "# keep me\nspec:\n  installVersion: v1   # pinned\n  configs: [{name: a}]\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "expected"),
+    [
+        pytest.param(BLOCK, "v2", BLOCK.replace("v1 ", "v2 "), id="a plain scalar stays plain, comments stay"),
+        pytest.param('spec: {installVersion: "v1"}\n', "v2", 'spec: {installVersion: "v2"}\n', id="double quotes"),
+        pytest.param("spec:\n  installVersion: 'v1'\n", "v2", "spec:\n  installVersion: 'v2'\n", id="single quotes"),
+        pytest.param(
+            "spec:\n  installVersion: v1\n",
+            "1.10",
+            'spec:\n  installVersion: "1.10"\n',
+            id="a float-like plain value is quoted",
+        ),
+        pytest.param(
+            "spec:\n  installVersion: v1\n",
+            "true",
+            'spec:\n  installVersion: "true"\n',
+            id="a bool-like plain value is quoted",
+        ),
+        pytest.param(
+            '{"spec": {"installVersion": "v1"}}\n', "v2", '{"spec": {"installVersion": "v2"}}\n', id="JSON stays JSON"
+        ),
+        pytest.param(
+            "spéc: é\nspec:\n  installVersion: v1\n",
+            "v2",
+            "spéc: é\nspec:\n  installVersion: v2\n",
+            id="offsets count characters",
+        ),
+    ],
+)
+def test_a_scalar_is_replaced_in_place(text: str, value: str, expected: str) -> None:
+    line = 2 if text.startswith("#") else 1
+    assert set_scalars(text, "f.yaml", [ScalarEdit(line, ("spec", "installVersion"), value)]) == expected
+
+
+def test_edits_in_several_documents_of_one_file_do_not_move_each_other() -> None:
+    text = "a: v1\n---\n# second\nb: {c: [x, v1]}\n"
+    edits = [ScalarEdit(1, ("a",), "v22"), ScalarEdit(4, ("b", "c", 1), "v3")]
+    assert set_scalars(text, "f.yaml", edits) == "a: v22\n---\n# second\nb: {c: [x, v3]}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "message"),
+    [
+        pytest.param(
+            "spec: {}\n",
+            ("spec", "installVersion"),
+            "f.yaml:1: cannot edit spec.installVersion: it is not written there",
+            id="a missing key",
+        ),
+        pytest.param("spec: {a: 1}\n", ("spec",), "f.yaml:1: cannot edit spec: it is not a scalar", id="a mapping"),
+        pytest.param(
+            "x: &v v1\nspec: {installVersion: *v}\n",
+            ("spec", "installVersion"),
+            "f.yaml:2: cannot edit spec.installVersion: it is a YAML anchor or alias",
+            id="an alias",
+        ),
+        pytest.param(
+            "spec: {installVersion: &v v1}\n",
+            ("spec", "installVersion"),
+            "f.yaml:1: cannot edit spec.installVersion: it is a YAML anchor or alias",
+            id="an anchor",
+        ),
+        pytest.param(
+            "spec: [\n",
+            ("spec",),
+            "f.yaml:2: invalid YAML: expected the node content, but found '<stream end>'",
+            id="broken YAML",
+        ),
+    ],
+)
+def test_an_edit_that_cannot_be_made_is_one_error(text: str, path: tuple[str, ...], message: str) -> None:
+    with pytest.raises(ManifestError) as raised:
+        set_scalars(text, "f.yaml", [ScalarEdit(1, path, "v2")])
+    assert str(raised.value) == message
