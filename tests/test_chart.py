@@ -422,11 +422,16 @@ def test_the_webhook_may_only_read_what_policies_look_up(rendered):
     assert pod["serviceAccountName"] == WEBHOOK
 
 
-def test_the_sync_loop_reads_extensions_and_catalogs_and_holds_only_its_lease(rendered):
+def test_the_sync_loop_reads_extensions_catalogs_and_add_ons_and_holds_only_its_lease(rendered):
     objects = rendered["the sync loop as a Deployment with leader election and HTTPS credentials"]
     assert _grants(find(objects, "ClusterRole", SYNC)["rules"]) == {
-        ("olm.operatorframework.io", resource, verb)
-        for resource in ("clusterextensions", "clustercatalogs")
+        (group, resource, verb)
+        for group, resources in [
+            ("olm.operatorframework.io", ["clusterextensions", "clustercatalogs"]),
+            ("addon.open-cluster-management.io", ["clustermanagementaddons", "managedclusteraddons"]),
+            ("cluster.open-cluster-management.io", ["placementdecisions"]),
+        ]
+        for resource in resources
         for verb in READ
     }
     lease_role = find(objects, "Role", SYNC)

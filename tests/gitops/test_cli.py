@@ -26,7 +26,9 @@ def test_the_summary_table_lists_what_changed_and_counts_the_rest(world: World) 
     assert code == 0
     assert lines[0].split() == ["SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL", "REQUEST", "REASON"]
     assert lines[1].split()[:5] == ["cloudnative-pg", "proposed", "1.29.2", "1.30.0", "upgrade-gate/cloudnative-pg"]
-    assert lines[-1].startswith("1 proposed, 0 updated, 0 removed, 0 withdrawn, 0 held, 0 skipped, 0 failed, 2 unchanged")
+    assert lines[-1].startswith(
+        "1 proposed, 0 updated, 0 removed, 0 withdrawn, 0 held, 0 skipped, 0 failed, 2 unchanged"
+    )
 
 
 def test_json_output_has_counts_and_every_entry(world: World) -> None:
