@@ -19,6 +19,7 @@ from webhook.gitops.config import (
     parse_config,
     parse_duration,
 )
+from webhook.gitops.manifests import read_addons
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = yaml.safe_load((ROOT / "tests" / "data" / "gitops" / "configs.yaml").read_text())
@@ -88,3 +89,14 @@ def test_durations_read_as_go_parses_them(text: str, seconds: float) -> None:
 @pytest.mark.parametrize("text", ["", "1", "1d", "-1h", "1h 30m", "h"], ids=repr)
 def test_other_durations_are_none(text: str) -> None:
     assert parse_duration(text) is None
+
+
+def test_the_example_hub_repository_reads_as_documented() -> None:
+    config = load_config(ROOT / "examples" / "gitops-hub")
+    assert config.addons == AddOnConfig(
+        ("addons",), "cluster", ("default/canary-placement",), datetime.timedelta(days=1)
+    )
+    assert (config.extensions, config.catalogs) == ((), ())
+    assert [a.name for a in read_addons(ROOT / "examples" / "gitops-hub", config.addons.manifests).addons] == [
+        "helloworld"
+    ]

@@ -1,4 +1,5 @@
-"""``upgrade-gate sync``: propose upgrades as ClusterExtensionRevision manifests on branches and pull requests."""
+"""``upgrade-gate sync``: propose upgrades as ClusterExtensionRevision manifests and add-on installVersion edits on
+branches and pull requests."""
 
 from __future__ import annotations
 
@@ -48,12 +49,14 @@ def parse_duration(text: str) -> float:
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Report progress on stderr.")
 @handle_errors
 def sync(*, repo: str, once: bool, interval: str | None, workdir: Path | None, output: str, progress: bool) -> None:
-    """Propose operator upgrades on a GitOps repository (seed 000's ClusterExtensionRevision lifecycle).
+    """Propose operator and add-on upgrades on a GitOps repository (seeds 000 and 004).
 
     Each cycle reads upgrade-gate.yaml at the repository root, resolves every ClusterExtension against the
     catalogs exactly as OLM v1 does, and on branch <branchPrefix><extension> creates, updates (approved reset
-    to false) or removes its one ClusterExtensionRevision, then opens or updates the pull request. Branches a
-    human committed to, and versions whose pull request was closed unmerged, are left alone.
+    to false) or removes its one ClusterExtensionRevision, then opens or updates the pull request. With
+    `addons`, pinned add-on installVersions move to the newest supported version on <branchPrefix>addon/<name>,
+    canary placement first; the others are held until the canaries have run it for the soak. Branches a
+    human committed to, and changes whose pull request was closed unmerged, are left alone.
 
     \b
     Environment: UPGRADE_GATE_GIT_USERNAME/_PASSWORD (HTTPS), GIT_SSH_COMMAND (SSH), UPGRADE_GATE_FORGE_TOKEN,
