@@ -4,15 +4,13 @@ apiserver on loopback."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from kubernetes import client
 
+from tests.kube.fakeapi import JsonHandler, serving
 from webhook.errors import ClusterError
 from webhook.kube.cache import ApiSource, Expired, NotServed, Resource, WatchCache, policy_resources
 from webhook.labels import LabelSelector
@@ -125,11 +123,10 @@ def test_resource_paths(resource: Resource, path: str) -> None:
     assert resource.path() == path
 
 
-class FakeApiserver(BaseHTTPRequestHandler):
+class FakeApiserver(JsonHandler):
     """GET /api/v1/namespaces: a list, or with watch=true a stream of events, then a 410 ERROR event."""
 
     def do_GET(self) -> None:
-        self.server.requests.append(self.path)  # type: ignore[attr-defined]
         if "watch=true" in self.path:
             events = [
                 {"type": "ADDED", "object": {"metadata": {"name": "b", "resourceVersion": "11"}}},
@@ -145,24 +142,12 @@ class FakeApiserver(BaseHTTPRequestHandler):
                     "items": [{"metadata": {"name": "a", "resourceVersion": "7"}}],
                 }
             ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.answer(200, body)
 
 
 def test_the_api_source_lists_and_watches_through_the_kubernetes_client() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApiserver)
-    server.requests = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        configuration = client.Configuration(host=f"http://127.0.0.1:{server.server_port}")
-        source = ApiSource(client.ApiClient(configuration))
+    with serving(FakeApiserver) as (api_client, requests):
+        source = ApiSource(api_client)
         items, version = source.list(NAMESPACES)
         assert (items, version) == (
             [{"metadata": {"name": "a", "resourceVersion": "7"}, "apiVersion": "v1", "kind": "Namespace"}],
@@ -176,9 +161,4 @@ def test_the_api_source_lists_and_watches_through_the_kubernetes_client() -> Non
         assert next(events)[0] == "BOOKMARK"
         with pytest.raises(Expired, match="too old resource version"):
             next(events)
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert server.requests[1] == (  # type: ignore[attr-defined]
-        "/api/v1/namespaces?watch=true&resourceVersion=10&allowWatchBookmarks=true&timeoutSeconds=5"
-    )
+    assert requests[1] == "/api/v1/namespaces?watch=true&resourceVersion=10&allowWatchBookmarks=true&timeoutSeconds=5"

@@ -3,11 +3,8 @@ Open Cluster Management objects at their REST paths (tests/data/gitops/addons/cl
 
 from __future__ import annotations
 
-import json
-import threading
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from tests.kube.fakeapi import JsonHandler, serving
 from webhook.errors import ClusterError
 from webhook.kube.cluster import Cluster
 
@@ -32,51 +30,31 @@ def _path(item: dict[str, Any]) -> str:
     return f"/apis/{item['apiVersion']}{scope}/{plural}"
 
 
-class FakeApiserver(BaseHTTPRequestHandler):
+class FakeApiserver(JsonHandler):
     """GET of one object or of a label-selected collection; ``/broken/`` paths answer 500."""
 
     def do_GET(self) -> None:
         url = urllib.parse.urlsplit(self.path)
-        self.server.requests.append(self.path)  # type: ignore[attr-defined]
         if "broken" in url.path:
-            return self._answer(500, {"kind": "Status", "code": 500, "message": "etcd is down"})
+            return self.answer(500, {"kind": "Status", "code": 500, "message": "etcd is down"})
         for item in OBJECTS:
             if url.path == f"{_path(item)}/{item['metadata']['name']}":
-                return self._answer(200, item)
+                return self.answer(200, item)
         selector = dict(urllib.parse.parse_qsl(url.query)).get("labelSelector", "")
         key, _, value = selector.partition("=")
         listed = [i for i in OBJECTS if _path(i) == url.path and i["metadata"].get("labels", {}).get(key) == value]
         if listed:
             items = [{k: v for k, v in i.items() if k not in ("apiVersion", "kind")} for i in listed]
-            return self._answer(200, {"apiVersion": "v1", "kind": "PlacementDecisionList", "items": items})
+            return self.answer(200, {"apiVersion": "v1", "kind": "PlacementDecisionList", "items": items})
         if "placementdecisions" in url.path and "/default/" in url.path:
-            return self._answer(200, {"kind": "PlacementDecisionList", "items": []})
-        return self._answer(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
-
-    def _answer(self, code: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+            return self.answer(200, {"kind": "PlacementDecisionList", "items": []})
+        return self.answer(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
 
 
 @pytest.fixture
 def served() -> Iterator[tuple[Cluster, list[str]]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApiserver)
-    server.requests = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        configuration = client.Configuration(host=f"http://127.0.0.1:{server.server_port}")
-        yield Cluster(client.ApiClient(configuration)), server.requests  # type: ignore[attr-defined]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(FakeApiserver) as (api_client, requests):
+        yield Cluster(api_client), requests
 
 
 def test_the_add_on_objects_are_read_as_the_api_serves_them(served: tuple[Cluster, list[str]]) -> None:
