@@ -4,11 +4,8 @@ Follows ``k8s.io/apiserver/pkg/admission/plugin/cel/activation.go`` and ``compos
 ``object``/``oldObject`` are the request's objects, ``request`` is the AdmissionRequest without ``uid``,
 ``object`` and ``oldObject``, ``namespaceObject`` the request's Namespace reduced to the fields
 ``CreateNamespaceObject`` keeps (``null`` for cluster-scoped objects and for Namespaces themselves),
-``params`` the param object (declared only when the policy has a ``paramKind``), and ``variables``: on a
-backend with error values (cel-python) a lazy map (``LazyVariables``) that evaluates each variable on first use
-and memoises its value or error, as upstream; on one without (cel-expr) a complete map evaluated in order
-(``eager_variables``) that leaves failing variables out, and reading one of those reports the same
-``composited variable`` error (``Activation.failed``).
+``params`` the param object (declared only when the policy has a ``paramKind``), and ``variables`` a lazy map
+(``LazyVariables``) that evaluates each variable on first use and memoises its value or error.
 """
 
 from __future__ import annotations
@@ -128,15 +125,13 @@ def namespace_object(namespace: Mapping[str, Any] | None) -> dict[str, Any] | No
 
 
 class Activation(dict[str, object]):
-    """The CEL variables of one (policy, binding, param) evaluation, values of ``backend``; ``failed``: the error
-    of each variable left out of a complete ``variables`` map (``bind_variables``), by name."""
+    """The CEL variables of one (policy, binding, param) evaluation, values of ``backend``."""
 
-    __slots__ = ("backend", "failed")
+    __slots__ = ("backend",)
 
     def __init__(self, values: Mapping[str, object], backend: Backend) -> None:
         super().__init__(values)
         self.backend = backend
-        self.failed: dict[str, str] = {}
 
 
 def evaluate(expression: Expression, activation: Activation) -> tuple[object, str | None]:
@@ -144,18 +139,7 @@ def evaluate(expression: Expression, activation: Activation) -> tuple[object, st
     try:
         return expression.program.evaluate(activation), None
     except CelEvaluationError as err:
-        message = str(err)
-    failed = activation.failed
-    if failed and message.startswith(_NO_SUCH_KEY) and message[len(_NO_SUCH_KEY) :] in failed:
-        message = failed[message[len(_NO_SUCH_KEY) :]]
-    return None, message
-
-
-_NO_SUCH_KEY = "no such key: "
-
-
-def _variable_error(name: str, error: str) -> str:
-    return f'composited variable "{name}" fails to evaluate: {error}'
+        return None, str(err)
 
 
 class LazyVariables(Mapping[str, object]):
@@ -178,7 +162,7 @@ class LazyVariables(Mapping[str, object]):
             expression = self._expressions[name]  # KeyError for an unknown name: the checker rejects those
             value, error = evaluate(expression, self._activation)
             if error is not None:
-                value = self._error_value(_variable_error(name, error))
+                value = self._error_value(f'composited variable "{name}" fails to evaluate: {error}')
             self._values[name] = value
         return self._values[name]
 
@@ -202,22 +186,8 @@ def activation(inputs: RequestInputs, params: object | None) -> Activation:
 
 
 def bind_variables(values: Activation, variables: tuple[Variable, ...]) -> None:
-    """Set ``values["variables"]``: a ``LazyVariables`` on a backend with error values, else the complete map,
-    each variable evaluated in order (one reads those before it), a failing one left out and its error kept
-    in ``values.failed``."""
-    backend = values.backend
-    if backend.error_value("") is not None:
-        values["variables"] = LazyVariables(variables, values, backend.error_value)
-        return
-    found: dict[str, object] = {}
-    values["variables"] = {}
-    for variable in variables:
-        value, error = evaluate(variable.expression, values)
-        if error is None:
-            found[variable.name] = backend.to_cel(value)
-            values["variables"] = dict(found)
-        else:
-            values.failed[variable.name] = _variable_error(variable.name, error)
+    """Set ``values["variables"]`` to a fresh ``LazyVariables`` over ``values``."""
+    values["variables"] = LazyVariables(variables, values, values.backend.error_value)
 
 
 def match_conditions(conditions: tuple[MatchCondition, ...], values: Activation) -> bool | str:

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 from webhook.errors import CelCompileError
 from webhook.policy import apivalidation as api
 from webhook.policy.documents import Document, MarkedList, MarkedMap, Position, position_in_scalar
-from webhook.policy.initializers import STRING_LITERAL, Rewritten
+from webhook.policy.initializers import Rewritten
+from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
 from webhook.policy.model import Expression, Program
 
 
@@ -44,21 +45,13 @@ class At:
         return self.path
 
 
-_VARIABLE_REFERENCE = re.compile(r"(?<![\w.])variables\s*\.\s*([_a-zA-Z][_a-zA-Z0-9]*)")
-
-
-def blank_strings(text: str) -> str:
-    """``text`` with the inside of every CEL string literal replaced by spaces (positions are kept)."""
-    return STRING_LITERAL.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-
-
 def undefined_variable(text: str, defined: Sequence[str]) -> str | None:
     """A cel-go style error for the first ``variables.<name>`` in ``text`` that is not in ``defined``.
 
     The composited compiler (``k8s.io/apiserver/pkg/admission/plugin/cel/composition.go``) declares only
     the variables compiled before, so a forward or unknown reference fails to compile: ``undefined field``.
     """
-    for found in _VARIABLE_REFERENCE.finditer(blank_strings(text)):
+    for found in VARIABLE_REFERENCE.finditer(blank_strings(text)):
         if found.group(1) not in defined:
             before = text[: found.start(1)]
             line = before.count("\n") + 1

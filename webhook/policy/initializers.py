@@ -21,10 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-STRING_LITERAL = re.compile(
-    r"""[rRbB]{0,2}("{3}(?:[^\\]|\\.)*?"{3}|'{3}(?:[^\\]|\\.)*?'{3}|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')""",
-    re.DOTALL,
-)
+from webhook.policy.lexical import STRING_LITERAL
+
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
 _TYPE = re.compile(r"Object(?:\.[A-Za-z_]\w*)*|JSONPatch")
 _INITIALIZER = "initializer"

@@ -55,8 +55,7 @@ class Backend(Protocol):
         """A CEL value of this backend as plain JSON-able Python."""
         ...
 
-    def error_value(self, message: str) -> object | None:
-        """A CEL error value that a lazily read map (``variables``) may return for a key, so that only the
-        expressions reading it fail; ``None`` if this backend has none: it then takes only complete maps, such
-        as a ``dict`` of its evaluation results each passed through ``to_cel``."""
+    def error_value(self, message: str) -> object:
+        """A CEL error value that a lazily read map (``variables``, a ``Mapping``) may return for a key, so that
+        only the expressions reading it fail."""
         ...

@@ -35,6 +35,7 @@ from webhook.policy.cel.celpython.check import Signatures, front_end
 from webhook.policy.cel.celpython.standard import STANDARD
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget
 from webhook.policy.cel.libraries.registry import Namespace, Overload
+from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
 
 _STATUS = re.compile(r"^[A-Z_]+: ")
 _COMPILE_ERROR = re.compile(r"ERROR: <input>:(-?\d+):(-?\d+): ([^\n]*)")
@@ -49,6 +50,14 @@ _MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 #: Activations kept per thread (each holds its converted variables and temporaries in a cel-cpp arena).
 _CACHED_ACTIVATIONS = 8
+#: The top-level name of the composited variables, and the function that reads one (``read_variables``).
+VARIABLES = "variables"
+VARIABLE_READER = "upgrade_gate_variable"
+_VARIABLE_EXTENSION = cel.CelExtension(
+    "upgrade_gate_variables",
+    [cel.FunctionDecl(VARIABLE_READER, [cel.Overload(VARIABLE_READER, cel.Type.DYN, [cel.Type.STRING])])],
+)
+_MISSING = object()
 
 
 def evaluation_message(text: str) -> str:
@@ -130,16 +139,18 @@ class CelExprBackend:
         if environment is None:
             environment = self._environments[variables] = cel.NewEnv(
                 self.types.pool,
-                variables=dict.fromkeys(sorted(variables), cel.Type.DYN),
-                extensions=[self._extension],
+                variables=dict.fromkeys(sorted(variables - {VARIABLES}), cel.Type.DYN),
+                extensions=[self._extension, _VARIABLE_EXTENSION],
             )
         return environment
 
     def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
-        """See ``backend.Backend.compile``."""
+        """See ``backend.Backend.compile``. ``variables.<name>`` compiles to a call of the activation's variable
+        reader (``read_variables``), so each variable is read, and evaluated, only when an expression needs it."""
         _, extensions = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
+        text = read_variables(source) if VARIABLES in variables else source
         try:
-            expression = self._environment(frozenset(variables)).compile(source)
+            expression = self._environment(frozenset(variables)).compile(text)
         except RuntimeError as error:
             raise CelCompileError(compile_message(str(error))) from None
         return CelExprExecutable(self, expression, limits.cost_limit, extensions)
@@ -154,16 +165,39 @@ class CelExprBackend:
             return found[1]
         data: dict[str, object] = {}
         bound = {name: namespace for name, namespace in self.namespaces.items() if name in self._late.namespaces}
+        functions = []
         for name, value in values.items():
             if isinstance(value, Namespace):
                 bound[name] = value
+            elif name == VARIABLES and isinstance(value, Mapping):
+                functions.append(self._variable_reader(value))
             else:
                 data[name] = value
-        activation = self._environment(frozenset()).Activation(data, functions=self._late_functions_for(bound))
+        functions += self._late_functions_for(bound)
+        activation = self._environment(frozenset()).Activation(data, functions=functions)
         if len(entries) >= _CACHED_ACTIVATIONS:
             del entries[next(iter(entries))]
         entries[key] = (tuple(values.values()), activation)
         return activation
+
+    def _variable_reader(self, variables: Mapping[str, object]) -> Any:
+        """The implementation of ``VARIABLE_READER`` on ``variables``: name -> CEL value; an error value (an
+        exception, ``error_value``) or an unknown name is raised, so cel-cpp makes it an error value. Each value
+        is converted once per activation."""
+        converted: dict[str, object] = {}
+
+        def read(name: str) -> object:
+            if name in converted:
+                return converted[name]
+            value = variables.get(name, _MISSING)
+            if value is _MISSING:
+                raise CelEvaluationError(f"no such key: {name}")
+            if isinstance(value, BaseException):
+                raise value
+            converted[name] = found = to_expr(value, self.types)
+            return found
+
+        return cel.Function(VARIABLE_READER, [cel.Type.STRING], False, read, cel.Type.DYN)
 
     def _late_functions_for(self, bound: Mapping[str, Namespace]) -> list[Any]:
         objects = tuple(bound[name] for name in sorted(self._late.namespaces))
@@ -183,6 +217,21 @@ class CelExprBackend:
         """See ``celpython.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
         return celpython_values.to_python(decoded(value, self.types))
 
-    def error_value(self, message: str) -> None:
-        """``None``: a cel-cpp activation takes plain values only, so maps are given complete."""
-        return
+    def error_value(self, message: str) -> CelEvaluationError:
+        """A ``CelEvaluationError``: the variable reader raises it, and cel-cpp makes it an error value."""
+        return CelEvaluationError(message)
+
+
+def read_variables(source: str) -> str:
+    """``source`` with each ``variables.<name>`` (outside string literals) as ``VARIABLE_READER("<name>")``.
+
+    cel-cpp activations take complete values only; a call lets ``variables`` stay lazy, as the apiserver's
+    composited activation is. The rewrite keeps everything else, so ``has(variables.x.y)`` still works;
+    ``has(variables.x)`` alone becomes a compile error (has() needs a field selection).
+    """
+    code = blank_strings(source)
+    parts, end = [], 0
+    for found in VARIABLE_REFERENCE.finditer(code):
+        parts += [source[end : found.start()], f'{VARIABLE_READER}("{found.group(1)}")']
+        end = found.end()
+    return "".join(parts) + source[end:]
