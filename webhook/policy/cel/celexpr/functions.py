@@ -10,9 +10,7 @@ declared without one. ``dyn`` parameters are declared ``dyn``: through ``cel.Cel
 argument kind in cel-expr-python 0.1.3 (the ``dyn`` bug of ``cel-engines.md`` §2 is in the ``functions=`` path).
 
 Overloads that cel-cpp's standard library already implements with the same signature (``_CEL_CPP_STANDARD``:
-RE2 ``matches``) are served by cel-cpp: registering them again is an ``ALREADY_EXISTS`` error. Overloads over
-library types that cannot cross cel-cpp (``LibraryTypes.supports``) are not registered: calling one is a
-compile error on this backend.
+RE2 ``matches``) are served by cel-cpp: registering them again is an ``ALREADY_EXISTS`` error.
 
 Every call charges ``cost.library_call_cost`` to the evaluation's budget (``BUDGET``), decodes library value
 messages, and turns ``TypeError``/``AttributeError`` (the implementation does not apply) into
@@ -92,7 +90,8 @@ class LibraryCall:
 
 @dataclass(frozen=True)
 class Declaration:
-    """One cel-cpp overload: its function name, call form, CEL types and the registry overloads behind it."""
+    """One cel-cpp overload: its function name, call form, declared parameter kinds (``dyn`` where the registry
+    overloads behind it differ) and those overloads."""
 
     name: str
     member: bool
@@ -101,14 +100,10 @@ class Declaration:
     namespace: str | None
 
     def cel_types(self, types: LibraryTypes) -> tuple[list[Any], Any]:
-        """The parameter types and the result type: the overloads' own where they agree, ``dyn`` where not."""
-        params = [
-            types.cel_type(declared[0]) if len(set(declared)) == 1 else cel.Type.DYN
-            for declared in zip(*(_declared_params(overload) for overload in self.overloads), strict=True)
-        ]
+        """The parameter types, and the result type: the overloads' own where they agree, ``dyn`` where not."""
         results = [types.result_type(overload) for overload in self.overloads]
         result = results[0] if all(found == results[0] for found in results) else cel.Type.DYN
-        return params, result
+        return [types.cel_type(kind) for kind in self.params], result
 
 
 def _declared_params(overload: Overload) -> tuple[str, ...]:
@@ -119,17 +114,20 @@ def _declared_params(overload: Overload) -> tuple[str, ...]:
 def declarations(overloads: Iterable[Overload], types: LibraryTypes) -> list[Declaration]:
     """The registry overloads grouped into cel-cpp overloads.
 
-    cel-cpp dispatches by argument *kind*, and every library value is of kind message, so overloads that differ
-    only in library types (``isGreaterThan`` of Semver and of Quantity) share one cel-cpp overload, declared
-    ``dyn`` where they differ and dispatched in Python (``LibraryCall``). Namespaced overloads become global
-    functions of the dotted name. Exception: a ``dyn`` parameter on a cel-cpp conversion (``string``) collides
-    with cel-cpp's own overloads, so there only the first library type's overload is registered
-    (``string(net.IP)``; ``string(net.CIDR)`` is then a compile error: a listed known difference).
+    cel-cpp dispatches by argument *kind*, and every library value is of kind message: two overloads that differ
+    only in library types cannot both be registered (``ALREADY_EXISTS``, with or without an implementation). So
+    they share one cel-cpp overload (``isGreaterThan`` of Semver and of Quantity), declared ``dyn`` where they
+    differ and dispatched in Python (``LibraryCall``). Namespaced overloads become global functions of the
+    dotted name. Exception: a ``dyn`` parameter on a cel-cpp conversion (``string``) collides with cel-cpp's own
+    overloads (``overload signature collision``), as does any other type covering two messages, so a conversion
+    is declared on the first library type only (``string(net.IP)``: ``string(net.CIDR)`` is a compile error,
+    a listed known difference) and still dispatches every library type of the group at run time
+    (``string(dyn(cidr(...)))``).
     """
     groups: dict[tuple[str, bool, tuple[str, ...]], list[Overload]] = {}
     namespaces: dict[str, str | None] = {}
     for overload in overloads:
-        if (overload.name, overload.member, overload.params) in _CEL_CPP_STANDARD or not types.supports(overload):
+        if (overload.name, overload.member, overload.params) in _CEL_CPP_STANDARD:
             continue
         params = _declared_params(overload)
         namespace = overload.params[0].removeprefix(NAMESPACE_PREFIX) if params != overload.params else None
@@ -139,10 +137,12 @@ def declarations(overloads: Iterable[Overload], types: LibraryTypes) -> list[Dec
         namespaces[name] = namespace
     found = []
     for (name, member, _), group in groups.items():
-        kept = group
+        signatures = [_declared_params(overload) for overload in group]
         if name in _CEL_CPP_CONVERSIONS:  # a dyn parameter would collide with cel-cpp's own overloads
-            kept = [overload for overload in group if overload.params == group[0].params]
-        found.append(Declaration(name, member, _declared_params(kept[0]), tuple(kept), namespaces[name]))
+            params = signatures[0]
+        else:
+            params = tuple(kinds[0] if len(set(kinds)) == 1 else "dyn" for kinds in zip(*signatures, strict=True))
+        found.append(Declaration(name, member, params, tuple(group), namespaces[name]))
     return found
 
 
@@ -151,16 +151,15 @@ class LateBound:
 
     def __init__(self, declared: Iterable[Declaration], types: LibraryTypes) -> None:
         self._types = types
-        self._declarations = tuple(declared)
-        self.namespaces = frozenset(d.namespace for d in self._declarations if d.namespace is not None)
+        self._declarations = tuple((declaration, *declaration.cel_types(types)) for declaration in declared)
+        self.namespaces = frozenset(d.namespace for d, _, _ in self._declarations if d.namespace is not None)
 
     def functions(self, bound: Mapping[str, Namespace]) -> list[Any]:
         """``cel.Function`` implementations of every late-bound function, on the namespace objects of ``bound``
         (name -> namespace object; every late-bound namespace must be present)."""
         functions = []
-        for declaration in self._declarations:
+        for declaration, params, result in self._declarations:
             assert declaration.namespace is not None
-            params, result = declaration.cel_types(self._types)
             call = LibraryCall(declaration.name, declaration.overloads, self._types, (bound[declaration.namespace],))
             functions.append(cel.Function(declaration.name, params, False, call, result))
         return functions

@@ -3,9 +3,10 @@
 What the apiserver rejects when a policy is created (``reference/k8s-cel-admission.md`` §6, §10) and is
 checkable without types: undeclared variables and functions, member-vs-global call form and arity of known
 functions, macro shapes (``has(a.b)``, ``all(x, p)``, ``map(x, [p,] f)``), invalid regex, duration and
-timestamp *literals*, heterogeneous list and map literals (``HomogeneousAggregateLiterals``), and the
-nesting limit. Errors are ``CelCompileError`` with ``<line>:<column>: <message>``. The walk is iterative, so a
-deep tree never raises ``RecursionError``. It also reports which extension (non-portable) functions are used.
+timestamp *literals*, heterogeneous list and map literals (``HomogeneousAggregateLiterals``), ``==``,
+``!=`` and ``in`` between literals of different types (``1 == 1.0``), and the nesting limit. Errors are
+``CelCompileError`` with ``<line>:<column>: <message>``. The walk is iterative, so a deep tree never raises
+``RecursionError``. It also reports which extension (non-portable) functions are used.
 
 ``front_end`` (length limit, parse, checks) is the load-time front end of *both* backends: the cel-expr
 backend runs it before cel-cpp's own type checker, so the two accept the same policies with the same messages
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import lark
 from celpy import celtypes
@@ -42,6 +43,11 @@ _LITERAL_KINDS = {
     "BOOL_LIT": "bool",
     "NULL_LIT": "null",
 }
+#: The equality operators by parse-tree rule (cel-go's function names).
+_EQUALITY = {"relation_eq": "_==_", "relation_ne": "_!=_", "relation_in": "@in"}
+#: A type fixed by literals (``_static_type``): ``("int",)``, ``("list", element)``, ``("map", key, value)``;
+#: ``None`` where it depends on data.
+StaticType: TypeAlias = "tuple[Any, ...] | None"
 #: Depth of the collapsed parse tree (``tree.collapse``) the evaluator walks within Python's default
 #: recursion limit of 1000 frames (3-4 frames per node), with room for the caller's own stack.
 MAX_TREE_DEPTH = 150
@@ -133,6 +139,8 @@ def check(
             children = _check_member_call(node, nesting, depth, scope, signatures=signatures, used=used)
         elif rule in ("list_lit", "map_lit"):
             _check_homogeneous(node)
+        elif rule == "relation" and node.children[0].data in _EQUALITY:
+            _check_equality(node)
         stack.extend(children)
     return frozenset(used)
 
@@ -256,6 +264,69 @@ def _static_kind(tree: Node) -> str:
     if node.data == "unary" and unwrap(node.children[1]).data == "literal":
         return _static_kind(node.children[1])
     return "dyn"
+
+
+def _check_equality(node: Node) -> None:
+    """``==``, ``!=`` and ``in`` are declared ``(A, A)`` and ``(A, list(A))``/``(A, map(A, B))``: operands whose
+    types are fixed by literals must agree (``1 == 1.0`` is a compile error in cel-go; ``dyn(1) == 1.0`` is
+    true at run time). Only ordering has cross-type numeric overloads (``CrossTypeNumericComparisons``)."""
+    operator, right = node.children
+    left = operator.children[0]
+    left_type, right_type = _static_type(left), _static_type(right)
+    if operator.data == "relation_in" and right_type is not None and right_type[0] in ("list", "map"):
+        agree = _assignable(left_type, right_type[1])
+    else:
+        agree = _assignable(left_type, right_type) if operator.data != "relation_in" or right_type is None else False
+    if not agree:
+        name = _EQUALITY[operator.data]
+        column = operator.meta.end_column - len(name.strip("_@"))
+        raise CelCompileError(
+            f"{operator.meta.line}:{column}: found no matching overload for '{name}' applied to "
+            f"'({_type_text(left_type)}, {_type_text(right_type)})'"
+        )
+
+
+def _static_type(tree: Node) -> StaticType:
+    """The CEL type of a literal (a negated number too) or a list or map literal of them, as ``("int",)``,
+    ``("list", element)``, ``("map", key, value)``; ``None`` where it depends on data, or for ``null``."""
+    node = tree
+    while node.data not in ("literal", "list_lit", "map_lit") and len(node.children) == 1:
+        if not isinstance(node.children[0], lark.Tree):
+            return None
+        node = node.children[0]  # primary, paren_expr: the type of what they hold
+    if node.data == "unary" and node.children[0].data == "unary_neg":
+        found = _static_type(node.children[1])
+        return found if found in (("int",), ("double",)) else None
+    if node.data == "literal":
+        kind = _LITERAL_KINDS.get(getattr(node.children[0], "type", ""))
+        return (kind,) if kind is not None and kind != "null" else None
+    if node.data not in ("list_lit", "map_lit"):
+        return None
+    elements = [child for child in node.children[0].children if isinstance(child, lark.Tree)] if node.children else []
+    if node.data == "list_lit":
+        return ("list", _element_type(elements))
+    return ("map", _element_type(elements[0::2]), _element_type(elements[1::2]))
+
+
+def _element_type(elements: list[Node]) -> StaticType:
+    """The type all ``elements`` have, or ``None`` (an empty literal, or one with data-dependent elements)."""
+    types = [_static_type(element) for element in elements]
+    return types[0] if types and None not in types and all(found == types[0] for found in types) else None
+
+
+def _assignable(left: StaticType, right: StaticType) -> bool:
+    """False only when both types are fixed and differ (``None`` is ``dyn``)."""
+    if left is None or right is None:
+        return True
+    return left[0] == right[0] and all(_assignable(a, b) for a, b in zip(left[1:], right[1:], strict=True))
+
+
+def _type_text(found: StaticType) -> str:
+    """cel-go's text of a type: ``int``, ``list(int)``, ``map(string, double)``, ``dyn``."""
+    if found is None:
+        return "dyn"
+    name, *parameters = found
+    return f"{name}({', '.join(map(_type_text, parameters))})" if parameters else name
 
 
 def _string_literal(tree: Node) -> str | None:

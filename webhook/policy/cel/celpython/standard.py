@@ -2,8 +2,9 @@
 
 Follows the cel-spec standard definitions (``doc/langdef.md``): ``size`` (global and member), the string
 tests ``contains startsWith endsWith`` (member), conversions ``int uint double string bytes bool duration
-timestamp type`` (global) and the timestamp/duration accessors (member, optional time zone). ``matches`` is
-declared by the regex library (``libraries/regex.py``) so that all regular expressions share one cache.
+timestamp type`` (global; ``string`` only of the kinds cel-go converts, libraries adding their types) and the
+timestamp/duration accessors (member, optional time zone). ``matches`` is declared by the regex library
+(``libraries/regex.py``) so that all regular expressions share one cache.
 """
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ def _accessors() -> list[Overload]:
     return overloads
 
 
+#: The kinds ``string()`` converts with cel-python's conversion (cel-go's ``string`` overloads, ``bool`` apart);
+#: libraries add their own types.
+_STRING_KINDS = ("int", "uint", "double", "string", "bytes", "timestamp", "duration")
+
+
+def bool_to_string(value: Any) -> str:
+    """``string(true)`` is ``true`` (cel-python's conversion says ``True``)."""
+    return "true" if value else "false"
+
+
 _CONVERSIONS: dict[str, Any] = {
     "int": celtypes.IntType,
     "uint": celtypes.UintType,
@@ -60,7 +71,9 @@ STANDARD: tuple[Overload, ...] = (
     member("contains", celpy_evaluation.function_contains, "string", "string"),
     member("startsWith", celpy_evaluation.function_startsWith, "string", "string"),
     member("endsWith", celpy_evaluation.function_endsWith, "string", "string"),
-    *(function(name, convert, "dyn") for name, convert in _CONVERSIONS.items()),
+    *(function(name, convert, "dyn") for name, convert in _CONVERSIONS.items() if name != "string"),
+    *(function("string", celtypes.StringType, kind) for kind in _STRING_KINDS),
+    function("string", bool_to_string, "bool"),
     *_accessors(),
 )
 

@@ -54,6 +54,13 @@ class Format:
     check: Validator
     cel_type_name = "kubernetes.NamedFormat"
 
+    @classmethod
+    def from_text(cls, name: str) -> Format:
+        """The format called ``name`` (its ``str``); ``KeyError`` for an unknown name. The library has no
+        one-string constructor function (``format.named`` returns an optional), so a backend that carries
+        library values as text rebuilds them with this."""
+        return FORMATS[name]
+
     def __str__(self) -> str:
         return self.name
 

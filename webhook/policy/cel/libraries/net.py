@@ -13,8 +13,8 @@ Addresses are parsed with the standard ``ipaddress`` module under Go ``net/netip
 ``ParsePrefix``) and Kubernetes' additions: IPv4 octets with leading zeros, IPv6 zones and IPv4-mapped IPv6
 addresses (``::ffff:1.2.3.4``) are errors; a CIDR prefix length is decimal without sign or leading zeros.
 As in Kubernetes a CIDR may have host bits set (``cidr('10.0.0.1/8').ip()`` is ``10.0.0.1``; ``masked()``
-clears them). ``string(ip)``/``string(cidr)`` (the standard conversion, which calls ``str``) give netip's
-canonical forms (RFC 5952 for IPv6). The predicates are netip's:
+clears them). ``string(ip)``/``string(cidr)`` (the libraries' overloads of the standard conversion) give
+netip's canonical forms (RFC 5952 for IPv6). The predicates are netip's:
 ``isGlobalUnicast`` is true for private ranges too; ``isLinkLocalMulticast`` is ``224.0.0.0/24`` and
 ``ffx2::/16``. ``containsCIDR`` is Kubernetes' test, which compares the operand's address (not its network)
 with the receiver's network: ``cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16')`` is false there and here.
@@ -240,6 +240,11 @@ def prefix_length(cidr: CIDR) -> int:
     return cidr.bits
 
 
+def to_string(value: IP | CIDR) -> str:
+    """``string(ip)``, ``string(cidr)``: the canonical text."""
+    return str(value)
+
+
 _IP, _CIDR = IP.cel_type_name, CIDR.cel_type_name
 OVERLOADS: tuple[Overload, ...] = (
     function("ip", parse_ip, "string"),
@@ -251,6 +256,7 @@ OVERLOADS: tuple[Overload, ...] = (
     member("isLinkLocalMulticast", is_link_local_multicast, _IP),
     member("isLinkLocalUnicast", is_link_local_unicast, _IP),
     member("isGlobalUnicast", is_global_unicast, _IP),
+    function("string", to_string, _IP),
     function("cidr", parse_cidr, "string"),
     function("isCIDR", is_cidr, "string"),
     member("containsIP", contains_ip, _CIDR, _IP),
@@ -260,4 +266,5 @@ OVERLOADS: tuple[Overload, ...] = (
     member("ip", cidr_ip, _CIDR),
     member("masked", masked, _CIDR),
     member("prefixLength", prefix_length, _CIDR),
+    function("string", to_string, _CIDR),
 )

@@ -38,11 +38,16 @@ class Semver:
         """-1, 0 or 1 by SemVer precedence."""
         return int(self.version.compare(other.version))
 
+    def equality_text(self) -> str:
+        """The text of what ``==`` compares: the version without its build metadata (``1.0.0-rc.1``), which
+        SemVer precedence (blang's ``EQ``) ignores and no function of the library reads."""
+        return str(self.version.replace(build=None))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Semver) and self.compare_to(other) == 0
 
     def __hash__(self) -> int:
-        return hash(self.version.finalize_version()) if not self.version.prerelease else hash(str(self.version))
+        return hash(self.equality_text())
 
     def __str__(self) -> str:
         return str(self.version)
