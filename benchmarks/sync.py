@@ -1,11 +1,13 @@
 """Sync loop benchmark: a full first cycle and a no-op second cycle on a generated GitOps repository.
 
-Usage: python benchmarks/sync.py [--extensions 1000] [--bundles 100000] [--packages 2000] [--json]
+Usage: python benchmarks/sync.py [--extensions 1000] [--bundles 100000] [--packages 2000] [--addons 200] [--json]
 
 The repository holds N ClusterExtensions (half over the real catalog catalogs/certified-operators-v4.22, each
 installed at a bundle that has a successor in its channel; half over a generated catalog of B bundles made
-by ``benchmarks/resolve.py``'s ``generate``), a local bare remote, and forge ``none`` (branches only). Both
-cycles run in one process, as ``upgrade-gate sync --interval`` does.
+by ``benchmarks/resolve.py``'s ``generate``), A add-ons (seed 004: a ClusterManagementAddOn with a pinned
+global-placement and canary-placement, supportedVersions v1 and v2 in its status, the canary's
+PlacementDecision beside it, read offline), a local bare remote, and forge ``none`` (branches only). Both
+cycles run in one process, as ``upgrade-gate sync --interval`` does; each add-on's canary stage is proposed.
 Reported: seconds per cycle and per phase, resolution's share of the first cycle, proposals made, peak RSS of
 this process (git's child processes are reported apart).
 Goals (issue 6): no-op cycle < 2 s; resolution < 10% of the first cycle; memory < 500 MB.
@@ -43,15 +45,38 @@ def extension(name: str, package: str, bundle: str, version: str) -> str:
     )
 
 
-def build_repository(root: Path, generated: Path, count: int) -> None:
-    """Write the working tree: upgrade-gate.yaml and ``count`` ClusterExtensions."""
+def addon(name: str) -> str:
+    """A ClusterManagementAddOn with both placements pinned to v1, and the canary placement's decision."""
+    placements = "".join(
+        f"    - {{name: {p}, namespace: default, addonTemplate: {{installVersion: v1}}}}\n"
+        for p in ("global-placement", "canary-placement")
+    )
+    return (
+        f"apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ClusterManagementAddOn\nmetadata:\n"
+        f"  name: {name}\nspec:\n  installStrategy:\n    type: Placements\n    placements:\n{placements}"
+        "status:\n  supportedVersions: [v1, v2]\n  defaultVersion: v2\n"
+    )
+
+
+def build_repository(root: Path, generated: Path, count: int, addons: int) -> None:
+    """Write the working tree: upgrade-gate.yaml, ``count`` ClusterExtensions and ``addons`` add-ons."""
     (root / "extensions").mkdir(parents=True)
     (root / "revisions").mkdir()
     (root / "revisions" / ".gitkeep").write_text("")
+    (root / "addons").mkdir()
     (root / "upgrade-gate.yaml").write_text(
         "extensions: extensions\nrevisions: revisions\n"
         f"catalogs:\n  - path: {REAL}\n  - path: {generated}\nforge:\n  type: none\n"
+        "addons:\n  manifests: addons\n  installed: status\n"
     )
+    (root / "addons" / "decision.yaml").write_text(
+        "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: PlacementDecision\nmetadata:\n"
+        "  name: canary-placement-decision-1\n  namespace: default\n"
+        "  labels: {cluster.open-cluster-management.io/placement: canary-placement}\n"
+        "status: {decisions: [{clusterName: cluster1, reason: ''}]}\n"
+    )
+    for index in range(addons):
+        (root / "addons" / f"addon-{index:05d}.yaml").write_text(addon(f"addon-{index:05d}"))
     real = pairs(load_catalog(REAL))
     generated_packages = sorted(p.name for p in generated.iterdir())
     for index in range(count):
@@ -81,6 +106,7 @@ def main() -> None:
     parser.add_argument("--extensions", type=int, default=1_000)
     parser.add_argument("--bundles", type=int, default=100_000)
     parser.add_argument("--packages", type=int, default=2_000)
+    parser.add_argument("--addons", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
     identity = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com"}
@@ -92,7 +118,7 @@ def main() -> None:
         generated.mkdir()
         generate(generated, args.bundles, args.packages)
         seed = base / "seed"
-        build_repository(seed, generated, args.extensions)
+        build_repository(seed, generated, args.extensions, args.addons)
         git(base, "init", "--quiet", "--bare", "-b", "main", str(base / "remote.git"))
         git(seed, "init", "--quiet", "-b", "main")
         git(seed, "add", ".")
@@ -107,10 +133,12 @@ def main() -> None:
     result = {
         "extensions": args.extensions,
         "bundles": args.bundles,
+        "addons": args.addons,
         "first_cycle_s": first_s,
         "first_timings_s": dict(first.timings),
         "resolution_share": first.timings.get("resolve", 0.0) / first_s,
         "proposed": first.count("proposed"),
+        "addons_proposed": sum(1 for e in first.entries if e.subject.startswith("addon/") and e.action == "proposed"),
         "first_unchanged": first.count("unchanged"),
         "first_skipped": first.count("skipped"),
         "noop_cycle_s": second_s,
@@ -126,7 +154,8 @@ def main() -> None:
     print(f"first cycle   {first_s:7.2f} s   ({phases})")
     print(f"  resolution  {result['resolution_share']:7.1%}       (goal < 10%)")
     print(
-        f"  proposed {first.count('proposed')}, unchanged {first.count('unchanged')}, skipped {first.count('skipped')}"
+        f"  proposed {first.count('proposed')} (add-ons {result['addons_proposed']} of {args.addons}), "
+        f"unchanged {first.count('unchanged')}, skipped {first.count('skipped')}"
     )
     phases = ", ".join(f"{k} {v:.2f}" for k, v in sorted(second.timings.items()))
     print(f"no-op cycle   {second_s:7.2f} s   (goal < 2 s; {phases}); changes: {result['noop_changes']}")

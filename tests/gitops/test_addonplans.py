@@ -118,7 +118,7 @@ def test_edits_in_several_documents_of_one_file_do_not_move_each_other() -> None
         pytest.param(
             "spec: [\n",
             ("spec",),
-            "f.yaml:2: invalid YAML: expected the node content, but found '<stream end>'",
+            "f.yaml:2: invalid YAML: did not find expected node content",
             id="broken YAML",
         ),
     ],
@@ -127,3 +127,40 @@ def test_an_edit_that_cannot_be_made_is_one_error(text: str, path: tuple[str, ..
     with pytest.raises(ManifestError) as raised:
         set_scalars(text, "f.yaml", [ScalarEdit(1, path, "v2")])
     assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        pytest.param(
+            "kind: ClusterManagementAddOn\nmetadata: {name: a}\nstatus: [v1]\n", "status must be a mapping", id="status"
+        ),
+        pytest.param(
+            "kind: ClusterManagementAddOn\nmetadata: {name: a}\nstatus: {supportedVersions: [v1, 2]}\n",
+            "status.supportedVersions must be a list of strings",
+            id="supported versions",
+        ),
+        pytest.param(
+            "kind: ClusterManagementAddOn\nmetadata: {name: a}\nstatus: {defaultVersion: 2}\n",
+            "status.defaultVersion must be a string or a list of strings",
+            id="default version",
+        ),
+        pytest.param(
+            "kind: ManagedClusterAddOn\nmetadata: {name: a, namespace: c}\nstatus: {conditions: {type: Progressing}}\n",
+            "status.conditions must be a list of mappings",
+            id="conditions",
+        ),
+        pytest.param(
+            "kind: PlacementDecision\nmetadata: {name: d, namespace: n, labels: [a]}\n",
+            "metadata.labels must be a mapping",
+            id="labels",
+        ),
+    ],
+)
+def test_an_add_on_object_of_the_wrong_shape_is_a_problem_of_its_file(
+    tmp_path: Path, document: str, problem: str
+) -> None:
+    (tmp_path / "a.yaml").write_text("# first\n---\n" + document)
+    found = read_addons(tmp_path, ["a.yaml"])
+    assert (found.addons, found.decisions) == ((), ())
+    assert [str(p) for p in found.problems] == [f"a.yaml:3: {problem}"]

@@ -260,6 +260,8 @@ def test_an_invalid_manifest_is_reported_with_file_and_line_while_the_rest_proce
     hub.write("clusters/hub/addons/broken.yaml", broken)
     hub.write("clusters/hub/addons/unreadable.yaml", "kind: ManagedClusterAddOn\nmetadata: {name: [\n")
     hub.write("clusters/hub/addons/nameless.yaml", "kind: ManagedClusterAddOn\nmetadata: {name: x}\n")
+    decision = "kind: PlacementDecision\nmetadata: {name: d, namespace: default}\nstatus: {decisions: cluster1}\n"
+    hub.write("clusters/hub/addons/decision.yaml", "# decided by hand\n---\n" + decision)
     hub.push("bad add-on files")
     report = sync(hub)
     skipped = {(e.subject, e.reason, e.file) for e in report.entries if e.action == "skipped"}
@@ -274,6 +276,11 @@ def test_an_invalid_manifest_is_reported_with_file_and_line_while_the_rest_proce
             "clusters/hub/addons/unreadable.yaml:3: invalid YAML: did not find expected node content",
             "invalid YAML: did not find expected node content",
             "clusters/hub/addons/unreadable.yaml",
+        ),
+        (
+            "clusters/hub/addons/decision.yaml:3: status.decisions must be a list of mappings",
+            "status.decisions must be a list of mappings",
+            "clusters/hub/addons/decision.yaml",
         ),
         (
             "clusters/hub/addons/nameless.yaml:1: a ManagedClusterAddOn needs metadata.name and metadata.namespace",

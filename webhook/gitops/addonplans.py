@@ -138,7 +138,8 @@ def listed_canaries(
     ``spec.installStrategy.placements``: those of its manifest in Git, else of the cluster's object."""
     source = addon.management.manifest if addon.management is not None else management or {}
     listed = set()
-    for entry in _get(source, _PLACEMENTS) or ():
+    placements = _get(source, _PLACEMENTS)
+    for entry in placements if isinstance(placements, list) else ():
         if isinstance(entry, Mapping):
             listed.add(f"{entry.get('namespace') or ''}/{entry.get('name') or ''}")
     return tuple(c for c in configured if c in listed)

@@ -47,11 +47,16 @@ class ObjectsView:
 
     def __init__(self, objects: Iterable[Mapping[str, Any]]) -> None:
         self._objects: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        self._decisions: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
         for item in objects:
             metadata = item.get("metadata") or {}
-            kind, name = item.get("kind"), metadata.get("name")
-            if isinstance(kind, str) and isinstance(name, str):
-                self._objects[(kind, str(metadata.get("namespace") or ""), name)] = item
+            kind, name, namespace = item.get("kind"), metadata.get("name"), str(metadata.get("namespace") or "")
+            if not isinstance(kind, str) or not isinstance(name, str):
+                continue
+            self._objects[(kind, namespace, name)] = item
+            placement = (metadata.get("labels") or {}).get(PLACEMENT_LABEL)
+            if kind == PLACEMENT_DECISION_KIND and isinstance(placement, str):
+                self._decisions.setdefault((namespace, placement), []).append((name, item))
 
     @classmethod
     def of_documents(cls, found: AddOnDocuments) -> ObjectsView:
@@ -67,13 +72,7 @@ class ObjectsView:
 
     def placement_decisions(self, namespace: str, placement: str) -> Sequence[Mapping[str, Any]]:
         """See ``AddOnView``."""
-        return [
-            item
-            for (kind, where, _), item in sorted(self._objects.items())
-            if kind == PLACEMENT_DECISION_KIND
-            and where == namespace
-            and ((item.get("metadata") or {}).get("labels") or {}).get(PLACEMENT_LABEL) == placement
-        ]
+        return [item for _, item in sorted(self._decisions.get((namespace, placement), ()), key=lambda d: d[0])]
 
     def managed_cluster_addon(self, name: str, namespace: str) -> Mapping[str, Any] | None:
         """See ``AddOnView``."""

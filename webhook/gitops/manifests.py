@@ -177,25 +177,55 @@ def read_addons(root: Path, patterns: Iterable[str]) -> AddOnDocuments:
             needs = "metadata.name and metadata.namespace" if namespaced else "metadata.name"
             problems.append(Problem(doc.file, doc.line, f"a {kind} needs {needs}"))
             continue
+        shape = _addon_shape(doc.manifest)
+        if shape is not None:
+            problems.append(Problem(doc.file, doc.line, shape))
+            continue
         key = (str(kind), str(namespace) if namespaced else "", name)
         if key in seen:
             where = f"{namespace}/{name}" if namespaced else name
             problems.append(Problem(doc.file, doc.line, f"{kind} {where} is also in {seen[key].file}"))
             continue
         seen[key] = doc
+    managed: dict[str, list[Document]] = {}
+    decisions = []
+    for (kind, _, name), doc in sorted(seen.items()):
+        if kind == MANAGED_ADDON_KIND:
+            managed.setdefault(name, []).append(doc)
+        elif kind == PLACEMENT_DECISION_KIND:
+            decisions.append(doc)
     names = sorted({name for kind, _, name in seen if kind != PLACEMENT_DECISION_KIND})
     addons = tuple(
-        AddOnManifests(
-            name,
-            seen.get((MANAGEMENT_ADDON_KIND, "", name)),
-            tuple(
-                doc for (kind, _, other), doc in sorted(seen.items()) if kind == MANAGED_ADDON_KIND and other == name
-            ),
-        )
+        AddOnManifests(name, seen.get((MANAGEMENT_ADDON_KIND, "", name)), tuple(managed.get(name, ())))
         for name in names
     )
-    decisions = tuple(doc for (kind, _, _), doc in sorted(seen.items()) if kind == PLACEMENT_DECISION_KIND)
-    return AddOnDocuments(addons, decisions, tuple(problems))
+    return AddOnDocuments(addons, tuple(decisions), tuple(problems))
+
+
+_LISTS = {MANAGED_ADDON_KIND: "conditions", PLACEMENT_DECISION_KIND: "decisions"}
+
+
+def _addon_shape(manifest: Mapping[str, Any]) -> str | None:
+    """What is of the wrong shape in an add-on object for the lookups made on it (labels, status, and the status
+    list of its kind: a ManagedClusterAddOn's conditions, a PlacementDecision's decisions), or ``None``."""
+    labels = manifest["metadata"].get("labels")
+    if labels is not None and not isinstance(labels, Mapping):
+        return "metadata.labels must be a mapping"
+    status = manifest.get("status")
+    if status is None:
+        return None
+    if not isinstance(status, Mapping):
+        return "status must be a mapping"
+    field = _LISTS.get(str(manifest["kind"]))
+    items = status.get(field) if field else None
+    if items is not None and (not isinstance(items, list) or not all(isinstance(i, Mapping) for i in items)):
+        return f"status.{field} must be a list of mappings"
+    for key in ("supportedVersions", "defaultVersion") if manifest["kind"] == MANAGEMENT_ADDON_KIND else ():
+        value = status.get(key)
+        strings = value if isinstance(value, list) else [value] if key == "defaultVersion" else None
+        if value is not None and (strings is None or not all(isinstance(v, str) for v in strings)):
+            return f"status.{key} must be {'a string or ' if key == 'defaultVersion' else ''}a list of strings"
+    return None
 
 
 def read_revisions(root: Path, directory: str) -> tuple[list[RevisionFile], list[Problem]]:

@@ -109,8 +109,8 @@ class Entry:
 @dataclass(frozen=True, slots=True)
 class Report:
     """What a cycle did: the base branch and commit it read, every entry (sorted by subject), and the seconds
-    spent per phase (``fetch``, ``read``, ``catalogs``, ``resolve``, ``cluster`` (add-on lookups), ``git``,
-    ``forge``)."""
+    spent per phase (``fetch``, ``read``, ``catalogs``, ``resolve``, ``cluster`` (add-on lookups), ``plan`` (add-on
+    planning), ``git``, ``forge``)."""
 
     base: str
     commit: str
@@ -381,7 +381,8 @@ class _Cycle:
             if scope is None or subject in scope:
                 with self.timed("cluster"):
                     state = observe(view, addon, config.canary_placements, config.installed)
-                plan[subject] = plan_addon(addon, texts, state, context)
+                with self.timed("plan"):
+                    plan[subject] = plan_addon(addon, texts, state, context)
         known = {addon_subject(addon.name) for addon in found.addons}
         for branch in sorted(states):
             subject = branch.removeprefix(prefix)
