@@ -7,6 +7,12 @@ function. Kinds are those of ``semantics.kind`` (``string``, ``list``, ``int``, 
 the first overload whose kinds match; the checker uses the declarations for undeclared names and arity.
 Implementations raise ``webhook.errors.CelEvaluationError`` with cel-go's message for a CEL error and
 ``TypeError`` when they do not apply; they may return plain Python values (the backend converts them).
+
+A library value class (``Semver``, ``IP``, ``Format``, ...) names its CEL type in ``cel_type_name`` and must
+survive a round trip through text, because the cel-expr backend carries library values as messages holding
+it: the text is ``str(value)``, or ``value.equality_text()`` where ``==`` ignores part of it, and is turned
+back by the library's global one-string function returning the class, or the class's ``from_text`` where the
+library has no such function (``celexpr/types.py``).
 """
 
 from __future__ import annotations

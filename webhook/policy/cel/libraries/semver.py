@@ -41,7 +41,7 @@ class Semver:
     def equality_text(self) -> str:
         """The text of what ``==`` compares: the version without its build metadata (``1.0.0-rc.1``), which
         SemVer precedence (blang's ``EQ``) ignores and no function of the library reads."""
-        return str(self.version.replace(build=None))
+        return str(self.version).partition("+")[0]  # SemVer identifiers have no "+": it starts the build
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Semver) and self.compare_to(other) == 0
