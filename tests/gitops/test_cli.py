@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
-from tests.gitops.conftest import World
+from tests.gitops.conftest import ROOT, World
 from webhook.cli import main
 from webhook.cli.sync import parse_duration
 from webhook.errors import InputError
@@ -78,3 +80,28 @@ def test_intervals_are_go_durations(text: str, seconds: float) -> None:
 def test_other_intervals_are_refused(text: str) -> None:
     with pytest.raises(InputError, match="--interval"):
         parse_duration(text)
+
+
+def test_a_held_add_on_is_listed_with_the_gate_message_and_its_ready_time_in_json(world: World) -> None:
+    addons = ROOT / "tests" / "data" / "gitops" / "addons"
+    shutil.copytree(addons / "clusters", world.human / "clusters", dirs_exist_ok=True)
+    cma = (addons / "clusters/hub/addons/helloworld.yaml").read_text()
+    world.write("clusters/hub/addons/helloworld.yaml", cma.replace('installVersion: "v1"', 'installVersion: "v2"'))
+    objects = yaml.safe_load((addons / "cluster.yaml").read_text())
+    canary = objects[-1]
+    canary["spec"]["installVersion"] = canary["status"]["currentVersion"] = "v2"
+    canary["status"]["conditions"][0]["lastTransitionTime"] = "2999-01-01T00:00:00Z"
+    world.write("clusters/hub/addons/managed.yaml", yaml.safe_dump_all([canary]))
+    world.write("clusters/hub/addons/decisions.yaml", yaml.safe_dump_all(objects[1:3]))
+    world.set_config(lambda text: text + "addons: {manifests: clusters/hub/addons, installed: status}\n")
+    world.push("helloworld's canary runs v2")
+    code, out, _ = run(world, "--once")
+    [row] = [line for line in out.splitlines() if line.startswith("addon/helloworld")]
+    assert (code, row.split()[:2]) == (0, ["addon/helloworld", "held"])
+    assert row.endswith(
+        "placement default/global-placement waits for the canary placement default/canary-placement: canaries run v2 "
+        "successfully; the soak of 1:00:00 ends at 2999-01-01T01:00:00Z"
+    )
+    code, out, _ = run(world, "--once", "-o", "json")
+    [held] = [e for e in json.loads(out)["entries"] if e["subject"] == "addon/helloworld"]
+    assert (held["action"], held["ready_at"]) == ("held", "2999-01-01T01:00:00Z")
