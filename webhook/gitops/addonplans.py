@@ -210,8 +210,9 @@ def _stage(
             return Outcome(subject, "skipped", f"a canary ManagedClusterAddOn in {state.status_from}: {error}")
         verdict = canary_gate(target, observed, soak=context.soak, now=context.now)
     canary = {id(pin) for pin in behind if pin.placement in canaries or pin.cluster in clusters}
-    moving = [pin for pin in behind if id(pin) in canary or verdict is None or verdict.allowed]
-    held = [pin for pin in behind if not (id(pin) in canary or verdict is None or verdict.allowed)]
+    free = verdict is None or verdict.allowed  # no canary stage, or the canaries have soaked
+    moving = [pin for pin in behind if free or id(pin) in canary]
+    held = [pin for pin in behind if not (free or id(pin) in canary)]
     waits = ""
     if verdict is not None:
         verb = "waits" if len(held) == 1 else "wait"
