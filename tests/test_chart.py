@@ -30,6 +30,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from webhook.kube.cache import policy_resources
+
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "upgrade-gate"
 EXAMPLES = ROOT / "examples"
@@ -404,13 +406,15 @@ def test_the_webhook_may_only_read_what_policies_look_up(rendered):
         for group, resources in [
             ("olm.operatorframework.io", ["clusterextensionrevisions", "clusterextensions", "clustercatalogs"]),
             ("addon.open-cluster-management.io", ["managedclusteraddons", "clustermanagementaddons"]),
-            ("cluster.open-cluster-management.io", ["placements"]),
+            ("cluster.open-cluster-management.io", ["placements", "placementdecisions"]),
             ("", ["namespaces"]),
         ]
         for resource in resources
         for verb in READ
     }
     assert _grants(cluster_role["rules"]) == expected
+    watched = {(r.api_version.rpartition("/")[0], r.plural) for r in policy_resources(NAMESPACE) if not r.namespace}
+    assert watched <= {(group, resource) for group, resource, _ in expected}
     role = find(objects, "Role", WEBHOOK)
     assert role["metadata"]["namespace"] == NAMESPACE
     assert _grants(role["rules"]) == {("", "configmaps", verb) for verb in READ}

@@ -4,8 +4,10 @@ apiserver on loopback."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,8 @@ from webhook.errors import ClusterError
 from webhook.kube.cache import ApiSource, Expired, NotServed, Resource, WatchCache, policy_resources
 from webhook.labels import LabelSelector
 from webhook.policy.store import KubeObject
+
+ROOT = Path(__file__).resolve().parents[2]
 
 NAMESPACES = Resource("v1", "Namespace", "namespaces")
 REVISIONS = Resource("olm.operatorframework.io/v1", "ClusterExtensionRevision", "clusterextensionrevisions")
@@ -162,3 +166,14 @@ def test_the_api_source_lists_and_watches_through_the_kubernetes_client() -> Non
         with pytest.raises(Expired, match="too old resource version"):
             next(events)
     assert requests[1] == "/api/v1/namespaces?watch=true&resourceVersion=10&allowWatchBookmarks=true&timeoutSeconds=5"
+
+
+def test_the_cache_watches_every_kind_the_bundled_policies_look_up() -> None:
+    """A lookup of an unwatched kind finds nothing in a cluster (the canary gate would see no canaries)."""
+    calls = re.findall(
+        r"cluster\.(?:get|list)\(\s*'([^']+)',\s*'([^']+)'",
+        "".join(path.read_text("utf-8") for path in (ROOT / "policies").glob("*.yaml")),
+    )
+    assert len(calls) > 5
+    watched = {(resource.api_version, resource.kind) for resource in policy_resources("upgrade-gate")}
+    assert set(calls) <= watched

@@ -67,11 +67,14 @@ class Resource:
 
 def policy_resources(namespace: str) -> tuple[Resource, ...]:
     """What the bundled policies look up: ClusterExtensionRevisions, ClusterExtensions,
-    ClusterManagementAddOns, Namespaces (``namespaceObject``), and ConfigMaps (params) in ``namespace``."""
+    ClusterManagementAddOns, ManagedClusterAddOns and PlacementDecisions (the add-on canary gate), Namespaces
+    (``namespaceObject``), and ConfigMaps (params) in ``namespace``."""
     return (
         Resource("olm.operatorframework.io/v1", "ClusterExtensionRevision", "clusterextensionrevisions"),
         Resource("olm.operatorframework.io/v1", "ClusterExtension", "clusterextensions"),
         Resource("addon.open-cluster-management.io/v1alpha1", "ClusterManagementAddOn", "clustermanagementaddons"),
+        Resource("addon.open-cluster-management.io/v1alpha1", "ManagedClusterAddOn", "managedclusteraddons"),
+        Resource("cluster.open-cluster-management.io/v1beta1", "PlacementDecision", "placementdecisions"),
         Resource("v1", "Namespace", "namespaces"),
         Resource("v1", "ConfigMap", "configmaps", namespace),
     )
