@@ -338,7 +338,7 @@ def test_the_webhook_deployment_is_highly_available_probed_and_hardened(rendered
     assert c["args"][0] == "serve"
     assert "--policies=/app/policies" in c["args"]
     assert "--port=8443" in c["args"]
-    assert "--cel-engine=cel-python" in c["args"]
+    assert "--cel-engine=cel-expr" in c["args"]
     assert c["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}

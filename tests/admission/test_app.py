@@ -22,7 +22,7 @@ from webhook.logs import JsonFormatter
 from webhook.policy.decision import Decision as Allowed
 from webhook.policy.model import PolicySet
 from webhook.policy.store import ObjectStore
-from webhook.settings import ServeSettings
+from webhook.settings import DEFAULT_CEL_ENGINE, ServeSettings
 
 
 def make_app(runtime: PolicyRuntime, **settings: Any) -> Flask:
@@ -127,7 +127,7 @@ def test_readyz_is_ready_with_a_loaded_set_and_names_it(client: FlaskClient) -> 
     assert (answer.status_code, body["ready"], body["loadError"]) == (200, True, None)
     assert body["policies"] == {
         "generation": 1,
-        "celEngine": "cel-python",
+        "celEngine": DEFAULT_CEL_ENGINE,
         "validatingPolicies": 4,
         "validatingBindings": 4,
         "mutatingPolicies": 1,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from webhook.labels import LabelSelector
+from webhook.settings import DEFAULT_CEL_ENGINE
 
 FAIL = "Fail"
 IGNORE = "Ignore"
@@ -201,4 +202,4 @@ class PolicySet:
     mutating_policies: tuple[MutatingPolicy, ...] = ()
     mutating_bindings: tuple[MutatingBinding, ...] = ()
     params: tuple[Mapping[str, Any], ...] = ()
-    engine: str = "cel-python"
+    engine: str = DEFAULT_CEL_ENGINE

@@ -1,7 +1,7 @@
 """Compile CEL expressions once against declared variables; evaluate them many times.
 
 ``Environment`` and ``Program`` are engine-neutral: they talk to a ``backend.Backend``, chosen by name with
-``backend_named`` (``CEL_ENGINES``: ``cel-python``, the pure-Python default, or ``cel-expr``, cel-cpp through
+``backend_named`` (``CEL_ENGINES``: ``cel-python``, pure Python, or ``cel-expr`` (the default), cel-cpp through
 cel-expr-python); ``--cel-engine`` and the chart setting pass one of these names. Limits follow the apiserver:
 a per-evaluation cost limit (``PerCallLimit`` 1,000,000), an expression length limit and a nesting limit
 checked at load time.
