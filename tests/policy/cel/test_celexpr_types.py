@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
+from typing import Any
+
 import pytest
 from google.protobuf import timestamp_pb2
 
 from webhook.errors import CelEvaluationError
 from webhook.policy.cel.celexpr.types import LibraryTypes
+from webhook.policy.cel.celexpr.values import to_expr
 from webhook.policy.cel.libraries import LIBRARY, format, net, semver
 from webhook.policy.cel.libraries.optional import Optional
 from webhook.policy.cel.libraries.registry import function
@@ -55,3 +59,28 @@ def _opaque() -> _Opaque:
 def test_a_library_type_without_a_text_constructor_is_refused() -> None:
     with pytest.raises(TypeError, match=r"library type test\.Opaque has no one-string constructor"):
         LibraryTypes([function("opaque", _opaque)])
+
+
+def test_plain_json_is_passed_to_cel_cpp_as_it_is_and_only_what_changes_is_copied() -> None:
+    items: list[object] = [{"a": {}}]
+    plain = {"spec": {"versions": ["1.2.3", 4, 5.5, True, None]}, "items": items}
+    assert to_expr(plain, TYPES) is plain
+    moment = datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC)
+    when: list[object] = [1, moment]
+    converted: Any = to_expr({"keep": items, "when": when}, TYPES)
+    assert converted["keep"] is items
+    assert isinstance(converted["when"][1], timestamp_pb2.Timestamp)
+    assert when[1] is moment  # the input is never changed
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param({"a": [{"b": 2**63}]}, "$.a[0].b: integer overflow", id="an int beyond int64"),
+        pytest.param({"a": (1, object())}, "$.a[1]: a object is not a JSON value", id="a non-JSON value"),
+    ],
+)
+def test_a_value_cel_cannot_hold_is_named_by_its_path(value: object, message: str) -> None:
+    with pytest.raises(CelEvaluationError) as raised:
+        to_expr(value, TYPES)
+    assert str(raised.value).startswith(message)

@@ -13,6 +13,7 @@ library values for ``to_python``. A ``uint`` result becomes a plain ``int`` (cel
 from __future__ import annotations
 
 import datetime
+import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -60,23 +61,42 @@ class TypeValue:
         return self.name
 
 
-def to_expr(value: object, types: LibraryTypes, path: str = "$") -> object:
-    """``value`` as cel-expr-python activation data or function result.
+def to_expr(value: object, types: LibraryTypes) -> object:
+    """``value`` as cel-expr-python activation data or function result. Plain JSON comes back as the same
+    objects (nothing to convert, nothing copied); a container with something to convert is copied.
 
     Raises ``CelEvaluationError`` for an int outside int64 or a value that is no CEL value (its path is named).
     """
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value not in _INT64:
-            raise CelEvaluationError(f"{path}: integer overflow: {value} is outside the int64 range")
+    try:
+        return _expr(value, types)
+    except _BadValue as bad:
+        raise CelEvaluationError(f"${''.join(reversed(bad.path))}: {bad.message}") from None
+
+
+class _BadValue(Exception):
+    """Raised inside ``_expr``, gathering its path on the way out, so paths cost nothing when all is well."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message, self.path = message, [""]
+
+
+def _expr(value: object, types: LibraryTypes) -> object:
+    kind = type(value)
+    if kind is str or kind is bool or kind is float or value is None:
         return value
+    if kind is int or (isinstance(value, int) and not isinstance(value, bool)):
+        if value not in _INT64:
+            raise _BadValue(f"integer overflow: {value} is outside the int64 range")
+        return value
+    if isinstance(value, dict | list | tuple):
+        return _mapping(value, types) if isinstance(value, dict) else _list(value, types)
+    if isinstance(value, Mapping):
+        return _mapping(value, types)
     if isinstance(value, _PASSED):
         return value
     if isinstance(value, bytearray):
         return bytes(value)
-    if isinstance(value, list | tuple):
-        return [to_expr(item, types, f"{path}[{i}]") for i, item in enumerate(value)]
-    if isinstance(value, Mapping):
-        return {to_expr(key, types, path): to_expr(item, types, f"{path}.{key}") for key, item in value.items()}
     if isinstance(value, datetime.datetime):  # cel-expr-python takes timestamps and durations as messages only
         timestamp = timestamp_pb2.Timestamp()
         timestamp.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.UTC))
@@ -87,7 +107,37 @@ def to_expr(value: object, types: LibraryTypes, path: str = "$") -> object:
         return duration
     if types.is_library_value(value):
         return types.encode(value)
-    raise CelEvaluationError(f"{path}: a {type(value).__name__} is not a JSON value")
+    raise _BadValue(f"a {type(value).__name__} is not a JSON value")
+
+
+def _list(value: list[object] | tuple[object, ...], types: LibraryTypes) -> object:
+    converted: list[object] | None = None if type(value) is list else []
+    for index, item in enumerate(value):
+        try:
+            found = _expr(item, types)
+        except _BadValue as bad:
+            bad.path.append(f"[{index}]")
+            raise
+        if converted is None and found is not item:
+            converted = list(value[:index])
+        if converted is not None:
+            converted.append(found)
+    return value if converted is None else converted
+
+
+def _mapping(value: Mapping[object, object], types: LibraryTypes) -> object:
+    converted: dict[object, object] | None = None if type(value) is dict else {}
+    for index, (key, item) in enumerate(value.items()):
+        try:
+            found_key, found = _expr(key, types), _expr(item, types)
+        except _BadValue as bad:
+            bad.path.append(f".{key}")
+            raise
+        if converted is None and (found is not item or found_key is not key):
+            converted = dict(itertools.islice(value.items(), index))
+        if converted is not None:
+            converted[found_key] = found
+    return value if converted is None else converted
 
 
 def from_expr(value: Any) -> object:
