@@ -10,7 +10,7 @@ Follows ``k8s.io/apiserver/pkg/admission/plugin/cel/activation.go`` and ``compos
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,12 +149,9 @@ class LazyVariables(Mapping[str, object]):
     (``composition.go``), so only expressions that use it fail, and ``true || variables.bad`` is true.
     """
 
-    def __init__(
-        self, variables: tuple[Variable, ...], activation: Activation, error_value: Callable[[str], object]
-    ) -> None:
+    def __init__(self, variables: tuple[Variable, ...], activation: Activation) -> None:
         self._expressions = {variable.name: variable.expression for variable in variables}
         self._activation = activation
-        self._error_value = error_value
         self._values: dict[str, object] = {}
 
     def __getitem__(self, name: str) -> object:
@@ -162,7 +159,7 @@ class LazyVariables(Mapping[str, object]):
             expression = self._expressions[name]  # KeyError for an unknown name: the checker rejects those
             value, error = evaluate(expression, self._activation)
             if error is not None:
-                value = self._error_value(f'composited variable "{name}" fails to evaluate: {error}')
+                value = self._activation.backend.error_value(f'composited variable "{name}" fails to evaluate: {error}')
             self._values[name] = value
         return self._values[name]
 
@@ -187,7 +184,7 @@ def activation(inputs: RequestInputs, params: object | None) -> Activation:
 
 def bind_variables(values: Activation, variables: tuple[Variable, ...]) -> None:
     """Set ``values["variables"]`` to a fresh ``LazyVariables`` over ``values``."""
-    values["variables"] = LazyVariables(variables, values, values.backend.error_value)
+    values["variables"] = LazyVariables(variables, values)
 
 
 def match_conditions(conditions: tuple[MatchCondition, ...], values: Activation) -> bool | str:

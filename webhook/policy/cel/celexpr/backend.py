@@ -6,14 +6,15 @@ type checker, in one cel-cpp environment per set of declared variables (all ``dy
 from ``functions.extension``). cel-cpp's compile ``RuntimeError`` (``INVALID_ARGUMENT: ERROR: <input>:1:5:
 found no matching overload ...``) becomes ``CelCompileError`` ``1:5: found no matching overload ...``.
 
-Evaluate: one ``cel.Activation`` per distinct activation (cached per thread by the identity of its values, so
-the expressions of one request share one conversion of ``object``; CEL values are never mutated), per-request
-namespaces (``clock``, ``cluster``) bound as activation functions. Errors come back as ERROR values or, for a
-few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording where one is known
-(``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation (``Iteration budget
-exceeded``) and the library calls' cost (``cost.library_call_cost`` against ``Limits.cost_limit``) both end
-in ``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The parser
-nests at most 32 levels (its fixed limit, stricter than ours for long operator chains).
+Evaluate: one ``cel.Activation`` per distinct activation (cached per thread by the identity of its values, so the
+expressions of one request share one conversion of ``object``; CEL values are never mutated), per-request
+namespaces (``clock``, ``cluster``) bound as activation functions, and ``variables`` (a lazy mapping) read through
+a per-activation function that ``variables.<name>`` compiles to (``read_variables``). Errors come back as ERROR
+values or, for a few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording where one is
+known (``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation (``Iteration budget
+exceeded``) and the library calls' cost (``cost.library_call_cost`` against ``Limits.cost_limit``) both end in
+``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The parser nests
+at most 32 levels (its fixed limit, stricter than ours for long operator chains).
 """
 
 from __future__ import annotations
