@@ -9,6 +9,7 @@
     │   ├── CatalogError             a malformed File-Based Catalog blob (file and line)
     │   ├── ManifestError            a malformed Kubernetes manifest (file and line)
     │   ├── PolicyLoadError          a policy set that does not load (file, document, field, column)
+    │   ├── ReleaseError             an operator-controller release object that cannot be read
     │   └── ReviewError              a malformed AdmissionReview request (HTTP 400)
     ├── ResolutionError              OLM v1 found no single bundle: CLI exit 1, upstream's text
     ├── CelError                     a CEL expression failed to compile or evaluate
@@ -62,6 +63,11 @@ class PolicyLoadError(InputError):
     def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.problems = problems or (message,)
+
+
+class ReleaseError(InputError):
+    """An index Secret or ClusterObjectSet does not say which extension, revision or bundle it holds, or its
+    payload is not base64, gzip or JSON within the decoding bounds; the message names the object."""
 
 
 class ReviewError(InputError):

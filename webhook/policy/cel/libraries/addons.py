@@ -57,25 +57,15 @@ from webhook.addons import (
 )
 from webhook.conditions import format_time
 from webhook.errors import CelEvaluationError, InputError
-from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced
+from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
 
 NAMESPACE = Namespace("addon")
 _T = TypeVar("_T")
 
 
-def _plain(value: Any) -> Any:
-    """``value`` with CEL maps, lists and strings as plain ``dict``, ``list`` and ``str`` (cel-python's map
-    type raises on ``get`` of a missing key; the core reads JSON-shaped values)."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return str(value) if isinstance(value, str) else value
-
-
 def _map(value: Any) -> dict[str, Any] | None:
     if value is None or isinstance(value, Mapping):
-        return _plain(value)  # type: ignore[no-any-return]
+        return plain(value)  # type: ignore[no-any-return]
     raise TypeError("a map or null is wanted")
 
 
@@ -83,7 +73,7 @@ def _configs(value: Any) -> list[dict[str, Any]] | None:
     if value is None:
         return None
     if isinstance(value, list) and all(isinstance(item, Mapping) for item in value):
-        return _plain(value)  # type: ignore[no-any-return]
+        return plain(value)  # type: ignore[no-any-return]
     raise TypeError("a list of maps or null is wanted")
 
 
@@ -173,7 +163,7 @@ def _verdict(
         raise TypeError("canaries must be a list of maps")
     verdict: CanaryVerdict = canary_gate(
         target,
-        [observe(_plain(canary)) for canary in canaries],
+        [observe(plain(canary)) for canary in canaries],
         soak=datetime.timedelta(soak.days, soak.seconds, soak.microseconds),  # a plain one prints as 1:00:00
         now=now,
     )
