@@ -209,6 +209,21 @@ def test_an_obsolete_proposal_is_withdrawn_and_its_pull_request_closed(world: Wo
     assert world.github.pulls[1]["state"] == "closed"
 
 
+def test_a_proposal_the_bot_withdrew_is_proposed_again_when_it_is_due_again(world: World) -> None:
+    world.sync()
+    path = world.human / EXTENSION
+    ranged = path.read_text()
+    path.write_text(ranged.replace('version: ">=1.29.0, <2.0.0"', 'version: "1.29.2"'))
+    world.push("pin cloudnative-pg")
+    assert entry(world.sync(), "cloudnative-pg")[0] == "withdrawn"
+    path.write_text(ranged)
+    world.push("unpin cloudnative-pg")
+    report = world.sync()
+    assert entry(report, "cloudnative-pg")[0] == "proposed", "only a pull request a human closed is declined"
+    assert [p["number"] for p in world.github.open_pulls()] == [2]
+    assert world.github.pulls[1]["title"] == "Upgrade cloudnative-pg to 1.30.0 - autoclosed"
+
+
 def test_a_rejected_push_is_retried_from_a_fresh_base(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     original = Repo.push
     calls: list[int] = []
