@@ -256,6 +256,13 @@ class Catalog:
                 found.append(error)
         return found
 
+    def package_of_bundle(self, name: str) -> str | None:
+        """The package whose ``olm.bundle`` blob is called ``name``, if any (decodes every bundle blob)."""
+        for package, blobs in sorted(self.blobs.items()):
+            if any(b.schema == BUNDLE and b.data.get("name") == name for b in blobs):
+                return package
+        return None
+
     def bundle_count(self) -> int:
         """How many ``olm.bundle`` blobs the catalog holds (validated or not)."""
         return sum(1 for blobs in self.blobs.values() for b in blobs if b.schema == BUNDLE)
