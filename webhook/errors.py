@@ -15,6 +15,7 @@
     │   ├── CelCompileError          parse or check error, found at load time
     │   └── CelEvaluationError       run-time error (no such key, overflow, cost budget, ...)
     │       └── CostLimitExceeded    the per-evaluation cost budget ran out
+    ├── FetchError                   a catalogd URL could not be fetched: CLI exit 1
     ├── GitError                     a git command or a forge call failed
     └── ClusterError                 the Kubernetes API could not be reached or refused
 
@@ -66,6 +67,10 @@ class PolicyLoadError(InputError):
 
 class ReviewError(InputError):
     """An AdmissionReview request is malformed (not JSON, wrong kind, missing uid, ...)."""
+
+
+class FetchError(UpgradeGateError):
+    """A catalog URL could not be fetched (unreachable, HTTP error): an operational failure, not bad input."""
 
 
 class ResolutionError(UpgradeGateError):
