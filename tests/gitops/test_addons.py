@@ -103,7 +103,7 @@ def test_the_canary_placement_and_canary_clusters_are_proposed_first_and_the_oth
         "| cluster cluster1 (canary) | from v1 to v2 |",
         "| placement default/global-placement (held) | stays at v1 until the canaries have run v2 |",
         "| cluster cluster3 (held) | stays at v1 until the canaries have run v2 |",
-        "| Canary | placement default/canary-placement first, the others once every canary has run v2 for 1:00:00; "
+        "| Canary | placement default/canary-placement first, the others once every canary has run v2 for 1h; "
         "now: canary cluster1 runs v1 |",
     ):
         assert row in pull["body"]
@@ -120,7 +120,7 @@ def test_the_others_are_held_while_the_canary_soaks_and_proposed_after_the_soak(
         (
             "held",
             "placement default/global-placement, cluster cluster3 wait for the canary placement "
-            "default/canary-placement: canaries run v2 successfully; the soak of 1:00:00 ends at 2026-03-01T12:30:00Z; "
+            "default/canary-placement: canaries run v2 successfully; the soak of 1h ends at 2026-03-01T12:30:00Z; "
             f"branch {BRANCH} deleted until then",
             "2026-03-01T12:30:00Z",
         )
@@ -343,9 +343,9 @@ def test_the_pull_request_says_whether_the_bundled_policies_would_admit_applying
         "ValidatingAdmissionPolicy 'upgrade-gate-addon-placements' with binding 'upgrade-gate-addon-placements' "
         "denied request: add-on helloworld waits for the canary placement default/canary-placement to run its target "
         "for 1h: placement default/global-placement may not upgrade to v2: canaries run v2 successfully; the soak of "
-        "1:00:00 ends at 2026-03-01T12:30:00Z; ManagedClusterAddOn cluster3/helloworld: ValidatingAdmissionPolicy "
+        "1h ends at 2026-03-01T12:30:00Z; ManagedClusterAddOn cluster3/helloworld: ValidatingAdmissionPolicy "
         "'upgrade-gate-addon-install-version' with binding 'upgrade-gate-addon-install-version' denied request: "
         "add-on helloworld on cluster cluster3 may not upgrade to v2 before the canary placement "
-        "default/canary-placement has run it for 1h: canaries run v2 successfully; the soak of 1:00:00 ends at "
+        "default/canary-placement has run it for 1h: canaries run v2 successfully; the soak of 1h ends at "
         "2026-03-01T12:30:00Z |"
     ) in pull["body"]

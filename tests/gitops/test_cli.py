@@ -101,7 +101,7 @@ def test_a_held_add_on_is_listed_with_the_gate_message_and_its_ready_time_in_jso
     assert (code, row.split()[:2]) == (0, ["addon/helloworld", "held"])
     assert row.endswith(
         "placement default/global-placement waits for the canary placement default/canary-placement: canaries run v2 "
-        "successfully; the soak of 1:00:00 ends at 2999-01-01T01:00:00Z"
+        "successfully; the soak of 1h ends at 2999-01-01T01:00:00Z"
     )
     code, out, _ = run(world, "--once", "-o", "json")
     [held] = [e for e in json.loads(out)["entries"] if e["subject"] == "addon/helloworld"]

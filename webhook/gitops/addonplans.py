@@ -41,7 +41,7 @@ from webhook.addons import (
     parse_addon_version,
 )
 from webhook.addons import Change as VersionChange
-from webhook.conditions import format_time
+from webhook.conditions import format_duration, format_time
 from webhook.errors import InputError, ManifestError
 from webhook.gitops.manifests import MANAGED_ADDON_KIND, MANAGEMENT_ADDON_KIND, AddOnManifests, Document
 from webhook.gitops.proposals import (
@@ -274,7 +274,8 @@ def _moves_forward(pinned: str, target: str) -> bool:
 
 
 def _gate(canaries: Sequence[str], target: str, soak: datetime.timedelta, verdict: CanaryVerdict) -> str:
-    first = f"placement {', '.join(canaries)} first, the others once every canary has run {target} for {soak}"
+    soaked = f"the others once every canary has run {target} for {format_duration(soak)}"
+    first = f"placement {', '.join(canaries)} first, {soaked}"
     return f"{first}; now: {verdict.message}"
 
 
