@@ -60,7 +60,7 @@ from typing import Any
 
 import semver
 
-from webhook.conditions import Condition, find_condition, format_time, parse_time
+from webhook.conditions import Condition, find_condition, format_duration, format_time, parse_time
 from webhook.errors import InputError, InvalidVersion
 
 __all__ = [
@@ -524,7 +524,7 @@ def canary_gate(
 
         no canary runs v2
         canary cluster1 does not run v2 successfully (Upgrading), canary cluster2 runs v1
-        canaries run v2 successfully; the soak of 1:00:00 ends at 2022-11-02T06:48:12Z
+        canaries run v2 successfully; the soak of 1h ends at 2022-11-02T06:48:12Z
         canaries cluster1, cluster2 have run v2 successfully since 2022-11-02T05:48:12Z, soak 1:00:00 passed
     """
     now = now if now.tzinfo else now.replace(tzinfo=datetime.UTC)
@@ -544,8 +544,11 @@ def canary_gate(
     ready_at = latest + soak
     if ready_at > now:
         return CanaryVerdict(
-            False, f"canaries run {target} successfully; the soak of {soak} ends at {format_time(ready_at)}", ready_at
+            False,
+            f"canaries run {target} successfully; the soak of {format_duration(soak)} ends at {format_time(ready_at)}",
+            ready_at,
         )
     names = ", ".join(seen.cluster for seen in ordered)
-    message = f"canaries {names} have run {target} successfully since {format_time(latest)}, soak {soak} passed"
+    since = format_time(latest)
+    message = f"canaries {names} have run {target} successfully since {since}, soak {format_duration(soak)} passed"
     return CanaryVerdict(True, message, ready_at)

@@ -50,6 +50,18 @@ def format_time(moment: datetime.datetime) -> str:
     return aware.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def format_duration(duration: datetime.timedelta) -> str:
+    """``duration`` as a Go duration in its shortest form, which ``time.ParseDuration`` reads back: ``1h``,
+    ``24h``, ``1h30m``, ``10m``, ``45s``, ``1.5s``, ``0s`` (hours are the largest unit, as in Go)."""
+    micros = (duration.days * 86_400 + duration.seconds) * 1_000_000 + duration.microseconds
+    sign, micros = ("-", -micros) if micros < 0 else ("", micros)
+    hours, micros = divmod(micros, 3_600_000_000)
+    minutes, micros = divmod(micros, 60_000_000)
+    seconds = f"{micros / 1_000_000:f}".rstrip("0").rstrip(".") + "s" if micros else ""
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + seconds
+    return sign + (text or "0s")
+
+
 def parse_time(text: str) -> datetime.datetime:
     """An RFC 3339 ``metav1.Time`` string (``Z`` or an offset) as an aware UTC datetime.
 

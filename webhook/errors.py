@@ -16,6 +16,7 @@
     │   ├── CelCompileError          parse or check error, found at load time
     │   └── CelEvaluationError       run-time error (no such key, overflow, cost budget, ...)
     │       └── CostLimitExceeded    the per-evaluation cost budget ran out
+    ├── FetchError                   a catalogd URL could not be fetched: CLI exit 1
     ├── GitError                     a git command or a forge call failed
     └── ClusterError                 the Kubernetes API could not be reached or refused
 
@@ -72,6 +73,10 @@ class ReleaseError(InputError):
 
 class ReviewError(InputError):
     """An AdmissionReview request is malformed (not JSON, wrong kind, missing uid, ...)."""
+
+
+class FetchError(UpgradeGateError):
+    """A catalog URL could not be fetched (unreachable, HTTP error): an operational failure, not bad input."""
 
 
 class ResolutionError(UpgradeGateError):

@@ -27,6 +27,14 @@ class Requirement:
     operator: str
     values: frozenset[str]
 
+    def __str__(self) -> str:
+        """kubectl's syntax for one requirement: ``key=value``, ``key in (a,b)``, ``key``, ``!key``."""
+        if self.operator == "In" and len(self.values) == 1:
+            return f"{self.key}={next(iter(self.values))}"
+        if self.operator in ("In", "NotIn"):
+            return f"{self.key} {self.operator.lower()} ({','.join(sorted(self.values))})"
+        return self.key if self.operator == "Exists" else f"!{self.key}"
+
     def matches(self, labels: Mapping[str, str]) -> bool:
         """True if ``labels`` (a label map) satisfies this requirement."""
         present = self.key in labels
@@ -77,6 +85,10 @@ class LabelSelector:
     def is_empty(self) -> bool:
         """True for the selector that matches everything."""
         return not self.requirements
+
+    def __str__(self) -> str:
+        """kubectl's selector syntax: ``a=b,c in (d,e),!f`` (``<everything>`` when empty)."""
+        return ",".join(str(r) for r in self.requirements) or "<everything>"
 
 
 def _label_value(value: object) -> str:

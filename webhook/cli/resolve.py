@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
-from webhook.catalog import Catalog, load_catalog
-from webhook.cli.common import EXIT_NEGATIVE, echo_json, handle_errors
+from webhook.catalog import Catalog, VersionRelease, load_catalog
+from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
+from webhook.errors import InputError, InvalidVersion
 from webhook.manifests import load_manifest
 from webhook.resolve.extension import ClusterExtension, InstalledBundle
 from webhook.resolve.revision import UpgradeCheck, check_extension
@@ -51,14 +52,15 @@ def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, ou
     \b
     Exit codes: 0 resolved, 1 resolution error (upstream's message on stderr), 2 bad input.
     \b
-    Example:
+    Example (what OLM v1 would upgrade cloudnative-pg 1.27.0 to):
       upgrade-gate resolve -f examples/clusterextension.yaml \\
-          --catalog catalogs/certified-operators-v4.22 --installed stackable-kafka-operator.v25.3.0@25.3.0
+          --catalog catalogs/certified-operators-v4.22 --installed cloudnative-pg.v1.27.0@1.27.0
     """
     extension = ClusterExtension.from_manifest(load_manifest(manifest, "ClusterExtension"), str(manifest))
-    if installed is not None:
-        extension = ClusterExtension(extension.name, extension.source, InstalledBundle.parse(installed))
     loaded = [load_catalog(location) for location in catalogs]
+    if installed is not None:
+        bundle = _installed(installed, extension.source.package, loaded)
+        extension = ClusterExtension(extension.name, extension.source, bundle)
     for catalog in loaded:
         for problem in catalog.unattributed:
             click.echo(f"upgrade-gate: warning: {problem}", err=True)
@@ -68,9 +70,24 @@ def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, ou
     else:
         click.echo(_text(check, loaded))
     if check.error is not None:
-        if output == "json":
-            click.echo(f"upgrade-gate: {check.error}", err=True)
-        raise SystemExit(EXIT_NEGATIVE)
+        fail(f"{check.error}; {check.unavailable}" if check.unavailable else check.error, EXIT_NEGATIVE)
+
+
+def _installed(text: str, package: str, catalogs: list[Catalog]) -> InstalledBundle:
+    """``--installed NAME@VERSION``, checked: the version parses, and the bundle is not another package's."""
+    bundle = InstalledBundle.parse(text)
+    try:
+        VersionRelease.parse(bundle.version)
+    except InvalidVersion as error:
+        raise InputError(f"--installed {text!r}: {error}") from None
+    if any(c.package(package).bundle(bundle.name) for c in catalogs):
+        return bundle
+    owner = next((p for p in (c.package_of_bundle(bundle.name) for c in catalogs) if p), None)
+    if owner is not None:
+        raise InputError(f"--installed {text!r}: bundle {bundle.name} belongs to package {owner}, not {package}")
+    warning = f"--installed bundle {bundle.name} is in no catalog's package {package}"
+    click.echo(f"upgrade-gate: warning: {warning}", err=True)
+    return bundle
 
 
 def _document(check: UpgradeCheck) -> dict[str, Any]:
@@ -96,6 +113,7 @@ def _document(check: UpgradeCheck) -> dict[str, Any]:
             for d in (resolution.dropped if resolution else ())
         ],
         "error": check.error,
+        "unavailable": check.unavailable,
     }
 
 
@@ -110,6 +128,8 @@ def _text(check: UpgradeCheck, catalogs: list[Catalog]) -> str:
     ]
     if check.resolution is None:
         lines.append(f"error      {check.error}")
+        if check.unavailable:
+            lines.append(f"because    {check.unavailable}")
         return "\n".join(lines)
     resolution = check.resolution
     lines += [

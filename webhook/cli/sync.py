@@ -12,12 +12,12 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, echo_json, handle_errors
+from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
 from webhook.errors import ClusterError, InputError, UpgradeGateError
 from webhook.gitops.config import parse_duration as config_duration
 from webhook.gitops.repo import Credentials
 from webhook.gitops.sources import ClusterView
-from webhook.gitops.sync import ACTIONS, Report, SyncOptions, run_cycle
+from webhook.gitops.sync import ACTIONS, PROBLEMS, Report, SyncOptions, run_cycle
 from webhook.kube.cluster import Cluster, LeaseElector, connect
 from webhook.settings import SyncSettings
 
@@ -63,7 +63,8 @@ def sync(*, repo: str, once: bool, interval: str | None, workdir: Path | None, o
     UPGRADE_GATE_CLUSTER (auto|on|off), KUBECONFIG, UPGRADE_GATE_LEADER_ELECTION, UPGRADE_GATE_LEASE_NAME,
     POD_NAMESPACE, POD_NAME, UPGRADE_GATE_SYNC_WORKDIR.
     \b
-    Exit codes: 0 done, 1 a change could not be pushed or the remote/forge/cluster failed, 2 bad input.
+    Exit codes: 0 done; 1 something needs attention (an invalid manifest, an upgrade that does not resolve, a
+    change that could not be pushed) or the remote, forge, catalog or cluster failed; 2 bad input.
     """
     if once and interval:
         raise InputError("--once and --interval exclude each other")
@@ -82,8 +83,9 @@ def sync(*, repo: str, once: bool, interval: str | None, workdir: Path | None, o
     if period is None:
         report = run_cycle(options)
         _render(report, output)
-        if report.failed:
-            raise SystemExit(EXIT_NEGATIVE)
+        if report.problems:
+            counts = ", ".join(f"{report.count(a)} {a}" for a in PROBLEMS if report.count(a))
+            fail(f"{report.problems} need attention ({counts})", EXIT_NEGATIVE)
         return
     elector = None
     if settings.leader_election:

@@ -36,6 +36,11 @@ CATALOG_IMAGE = "catalog-image"
 ADDON_VERSION = "addon-version"
 HELD = "held"
 """The action of an ``Outcome`` whose upgrade waits for the add-on's canaries (seed 004 "Canary upgrade")."""
+INVALID = "invalid"
+"""The action of an ``Outcome`` whose manifest (or its status) cannot be used: a problem to fix."""
+UNRESOLVED = "unresolved"
+"""The action of an ``Outcome`` whose upgrade cannot be worked out (resolution failed, no catalog offers the
+package, a catalog image template does not render, an add-on's ClusterManagementAddOn is missing): a problem."""
 NOTHING_IN_RANGE = "no bundles found for package"
 
 
@@ -138,7 +143,8 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A subject with nothing to propose this cycle: ``action`` unchanged, skipped or held, and why;
+    """A subject with nothing to propose this cycle: ``action`` unchanged, skipped, held, invalid or unresolved,
+    and why;
     ``ready_at`` (RFC 3339) when a held upgrade's canary soak ends, if known."""
 
     subject: str
@@ -177,11 +183,14 @@ def plan_extension(
     """Seed 000's decision for one extension.
 
     ``base`` are its revisions in the base branch, ``branch`` those its proposal branch writes (to keep
-    ``availableSince``). A resolution error other than "nothing in range" changes nothing (skipped).
+    ``availableSince``). A resolution error other than "nothing in range", or one because no
+    catalog offers the package, changes nothing (unresolved).
     """
     extension = entry.extension
+    if check.unavailable is not None:
+        return Outcome(extension.name, UNRESOLVED, f"{check.unavailable}: {check.error}", entry.file)
     if check.error is not None and NOTHING_IN_RANGE not in check.error:
-        return Outcome(extension.name, "skipped", f"resolution failed: {check.error}", entry.file)
+        return Outcome(extension.name, UNRESOLVED, f"resolution failed: {check.error}", entry.file)
     proposal = check.revision
     if proposal is None:
         if not base:

@@ -19,8 +19,10 @@ A cycle, in order (``run_cycle``):
    became obsolete (closing their pull request).
 
 A second cycle with nothing new makes no commit, no push and no forge write. ``GitError`` (remote or forge
-unreachable), ``CatalogError`` and ``InputError`` (``upgrade-gate.yaml``) abort the cycle; a bad manifest
-only skips itself, with its file and reason in the report.
+unreachable), ``FetchError`` (a catalogd URL), ``CatalogError`` and ``InputError`` (``upgrade-gate.yaml``,
+a ``baseBranch`` the remote lacks) abort the cycle; a bad manifest
+only skips itself, reported ``invalid`` with its file and reason; an upgrade that cannot be worked out is
+``unresolved`` (``PROBLEMS``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from webhook.gitops.config import SyncConfig, load_config
 from webhook.gitops.forge import Forge, PullRequest, make_forge
 from webhook.gitops.manifests import (
     REVISION_KIND,
+    Problem,
     RevisionFile,
     parse_revision,
     read_addons,
@@ -55,10 +58,12 @@ from webhook.gitops.proposals import (
     CATALOG_IMAGE,
     HELD,
     HUMAN,
+    INVALID,
     NONE,
     PROPOSE,
     PUSH,
     REMOVE,
+    UNRESOLVED,
     UPDATE,
     WITHDRAW,
     BranchState,
@@ -76,7 +81,11 @@ from webhook.gitops.templates import plan_catalog_image
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.resolve.revision import check_extension
 
-ACTIONS = ("proposed", "updated", "removed", "withdrawn", HELD, "skipped", "failed", "unchanged")
+OPENED = "opened"
+"""A pull request opened for a branch that already carried the change (its earlier opening failed)."""
+PROBLEMS = (INVALID, UNRESOLVED, "failed")
+"""Actions that mean something needs a person: ``upgrade-gate sync`` exits 1 when an entry has one."""
+ACTIONS = ("proposed", "updated", "removed", "withdrawn", OPENED, HELD, "skipped", "unchanged", *PROBLEMS)
 _DONE = {
     PROPOSE: "proposed",
     UPDATE: "updated",
@@ -122,9 +131,10 @@ class Report:
         return sum(1 for e in self.entries if e.action == action)
 
     @property
-    def failed(self) -> bool:
-        """True when some change could not be pushed."""
-        return self.count("failed") > 0
+    def problems(self) -> int:
+        """How many entries need a person (``PROBLEMS``: an invalid manifest, an unresolved upgrade, a failed
+        push)."""
+        return sum(1 for e in self.entries if e.action in PROBLEMS)
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-ready data (``-o json``)."""
@@ -214,6 +224,8 @@ class _Cycle:
             repo.fetch()
             base_sha = repo.checkout(repo.default_branch())
             config = load_config(repo.path)
+            if repo.resolve(f"refs/remotes/origin/{config.base_branch}") is None:
+                raise InputError(f"upgrade-gate.yaml: baseBranch: the remote has no branch {config.base_branch}")
             base_sha = repo.checkout(config.base_branch)
             config = load_config(repo.path)
         self.forge = make_forge(config.forge, options.forge_token)
@@ -251,7 +263,7 @@ class _Cycle:
                 cluster.server_version() if cluster is not None and templated else None
             )
         for problem in catalogs.problems:
-            self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
+            self._invalid(problem)
         check = config.policy_check
         verdict = ApprovalCheck(check, root, self.now).verdict if check is not None and self.forge else None
         addon_view = cluster if _addons_from_cluster(config) else None
@@ -275,8 +287,8 @@ class _Cycle:
         pending: dict[str, tuple[str, Change | Outcome, str]] = {}
         for subject, item in sorted(plan.items()):
             change = item if isinstance(item, Change) else None
-            if isinstance(item, Outcome) and item.action == "skipped":
-                self.entries[subject] = Entry(subject, "skipped", item.reason, file=item.file)
+            if isinstance(item, Outcome) and item.action in ("skipped", INVALID, UNRESOLVED):
+                self.entries[subject] = Entry(subject, item.action, item.reason, file=item.file)
                 continue
             branch = change.branch if change else branch_name(config.branch_prefix, subject)
             state = states.get(branch)
@@ -328,7 +340,7 @@ class _Cycle:
             extensions = with_installed(extensions, inputs.installed)
         for problem in (*problems, *revision_problems):
             if scope is None:
-                self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
+                self._invalid(problem)
         per_extension: dict[str, list[RevisionFile]] = {}
         for revision in revisions:
             per_extension.setdefault(revision.extension, []).append(revision)
@@ -371,7 +383,7 @@ class _Cycle:
             found = read_addons(root, config.manifests)
             texts = {file: read_text(root / file) for addon in found.addons for file in addon.files}
         for problem in found.problems if scope is None else ():
-            self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
+            self._invalid(problem)
         view = inputs.addon_view or ObjectsView.of_documents(found)
         prefix = inputs.config.branch_prefix
         context = AddOnContext(config.canary_placements, config.canary_soak, prefix, self.now)
@@ -439,16 +451,25 @@ class _Cycle:
             self.entries[subject] = Entry(subject, "withdrawn", why, branch, pull_request=url)
             return
         url = None
+        opened = False
         if forge is not None:
+            opened = pull is None
             with self.timed("forge"):
                 pull = self._ensure_pull(forge, pull, item, inputs)
             self.open_pulls[branch] = pull
             url = pull.url
-        done = _DONE[item.kind] if action == PUSH else "unchanged"
+        done = _DONE[item.kind] if action == PUSH else OPENED if opened else "unchanged"
         reason = item.reason if action == PUSH else f"branch {branch} already proposes this"
+        if done == OPENED:
+            reason = f"pull request opened: {reason}"
         self.entries[subject] = Entry(
             subject, done, reason, branch, item.from_version, item.to_version, pull_request=url
         )
+
+    def _invalid(self, problem: Problem) -> None:
+        """Report a manifest that cannot be used: its file (and line) as the subject, the reason beside it."""
+        subject = f"{problem.file}:{problem.line}" if problem.line else problem.file
+        self.entries[subject] = Entry(subject, INVALID, problem.reason, file=problem.file)
 
     def _ensure_pull(self, forge: Forge, pull: PullRequest | None, change: Change, inputs: _Inputs) -> PullRequest:
         body = render_body(change, inputs.verdict(change) if inputs.verdict is not None else None)

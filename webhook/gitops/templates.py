@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.gitops.manifests import Document
-from webhook.gitops.proposals import CATALOG_IMAGE, Change, FileChange, Outcome, branch_name
+from webhook.gitops.proposals import CATALOG_IMAGE, INVALID, UNRESOLVED, Change, FileChange, Outcome, branch_name
 
 TEMPLATE_ANNOTATION = "olm.catalogImageTemplate"
 _GVK = (
@@ -78,12 +78,12 @@ def plan_catalog_image(
     current = ((doc.manifest.get("spec") or {}).get("source") or {}).get("image", {}).get("ref")
     result = render_template(template, kube_version, lookup)
     if result.image is None:
-        return Outcome(subject, "skipped", result.message, doc.file)
+        return Outcome(subject, UNRESOLVED, result.message, doc.file)
     if result.image == current:
         return Outcome(subject, "unchanged", f"image {current} matches its template")
     if not isinstance(current, str) or text.count(current) != 1:
         reason = f"cannot edit {doc.file}: spec.source.image.ref must appear exactly once in the file"
-        return Outcome(subject, "skipped", reason, doc.file)
+        return Outcome(subject, INVALID, reason, doc.file)
     return Change(
         subject=subject,
         kind=CATALOG_IMAGE,

@@ -45,9 +45,12 @@ class FileReport:
 def lint(paths: Iterable[str | Path]) -> list[FileReport]:
     """Lint every policy file under ``paths`` on its own (so a broken file hides nothing else).
 
-    Raises ``PolicyLoadError`` only for a path that does not exist.
+    A binding whose ``policyName`` names no policy of its kind in any file linted is an error of its file
+    (the kube-apiserver accepts it, and it never takes effect). Raises ``PolicyLoadError`` only for a path
+    that does not exist.
     """
     reports = []
+    bindings: list[tuple[int, str, str, str]] = []  # report index, policy kind, binding name, policyName
     for file in policy_files(paths):
         try:
             loaded = load_policy_set([file])
@@ -55,6 +58,8 @@ def lint(paths: Iterable[str | Path]) -> list[FileReport]:
             reports.append(FileReport(file, errors=error.problems))
             continue
         policies: list[ValidatingPolicy | MutatingPolicy] = [*loaded.validating_policies, *loaded.mutating_policies]
+        bindings += [(len(reports), VALIDATING, b.name, b.policy_name) for b in loaded.validating_bindings]
+        bindings += [(len(reports), MUTATING, b.name, b.policy_name) for b in loaded.mutating_bindings]
         reports.append(
             FileReport(
                 file,
@@ -64,11 +69,20 @@ def lint(paths: Iterable[str | Path]) -> list[FileReport]:
                 ),
             )
         )
+    defined = {(p.kind, p.name) for report in reports for p in report.policies}
+    for index, kind, binding, policy_name in bindings:
+        if (kind, policy_name) not in defined:
+            report = reports[index]
+            problem = f"{report.file}: {kind}Binding {binding}: spec.policyName {policy_name!r} names no {kind} here"
+            reports[index] = dataclasses.replace(report, errors=(*report.errors, problem))
     return reports
 
 
+VALIDATING, MUTATING = "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"
+
+
 def _kind(policy: ValidatingPolicy | MutatingPolicy) -> str:
-    return "MutatingAdmissionPolicy" if isinstance(policy, MutatingPolicy) else "ValidatingAdmissionPolicy"
+    return MUTATING if isinstance(policy, MutatingPolicy) else VALIDATING
 
 
 def _extensions(value: Any) -> Iterator[str]:

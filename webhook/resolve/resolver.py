@@ -171,6 +171,27 @@ def resolve(source: CatalogSource, catalogs: Sequence[Catalog], installed: Insta
     )
 
 
+def explain_no_bundles(source: CatalogSource, catalogs: Sequence[Catalog]) -> str | None:
+    """Why ``source`` found nothing at all, beyond upstream's "no bundles found" text: a sentence when the
+    catalog selector selects none of ``catalogs`` (or they are all ``Unavailable``), or when no selected
+    catalog has the package; ``None`` when some selected catalog has it (the range, channels or edges
+    decided). Raises ``InputError`` for an invalid selector.
+    """
+    if not catalogs:
+        return "no catalog was given"
+    selector = LabelSelector.from_dict(source.selector)
+    names = ", ".join(sorted(c.name for c in catalogs))
+    selected = [c for c in catalogs if c.availability_mode != "Unavailable" and selector.matches(c.labels)]
+    if not selected:
+        if all(selector.matches(c.labels) for c in catalogs):
+            return f"every catalog is Unavailable ({names})"
+        return f"the catalog selector {selector} selects none of the catalogs ({names})"
+    if all(c.package(source.package).is_empty for c in selected):
+        found = ", ".join(sorted(c.name for c in selected))
+        return f"package {source.package} is in none of the selected catalogs ({found})"
+    return None
+
+
 def _installed_version(installed: InstalledBundle | None) -> VersionRelease | None:
     if installed is None:
         return None

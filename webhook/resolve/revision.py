@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from webhook.catalog import Catalog
 from webhook.errors import ResolutionError
 from webhook.resolve.extension import ClusterExtension
-from webhook.resolve.resolver import Resolution, resolve
+from webhook.resolve.resolver import Resolution, explain_no_bundles, resolve
 
 PIN_OPERATORS = "><=~^|"
 
@@ -66,12 +66,17 @@ def revision_for(extension: ClusterExtension, resolution: Resolution | None) -> 
 
 @dataclass(frozen=True, slots=True)
 class UpgradeCheck:
-    """One extension checked against its catalogs: the resolution or upstream's error, and the revision due."""
+    """One extension checked against its catalogs: the resolution or upstream's error, and the revision due.
+
+    ``unavailable`` explains an error whose cause is that no catalog offers the package at all (the selector
+    selects no catalog, or none of the selected ones has the package; ``explain_no_bundles``).
+    """
 
     extension: ClusterExtension
     resolution: Resolution | None
     error: str | None
     revision: RevisionProposal | None
+    unavailable: str | None = None
 
 
 def check_extension(extension: ClusterExtension, catalogs: Sequence[Catalog]) -> UpgradeCheck:
@@ -83,5 +88,5 @@ def check_extension(extension: ClusterExtension, catalogs: Sequence[Catalog]) ->
     try:
         resolution = resolve(extension.source, catalogs, extension.installed)
     except ResolutionError as error:
-        return UpgradeCheck(extension, None, str(error), None)
+        return UpgradeCheck(extension, None, str(error), None, explain_no_bundles(extension.source, catalogs))
     return UpgradeCheck(extension, resolution, None, revision_for(extension, resolution))

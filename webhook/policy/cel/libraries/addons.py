@@ -164,7 +164,7 @@ def _verdict(
     verdict: CanaryVerdict = canary_gate(
         target,
         [observe(plain(canary)) for canary in canaries],
-        soak=datetime.timedelta(soak.days, soak.seconds, soak.microseconds),  # a plain one prints as 1:00:00
+        soak=datetime.timedelta(soak.days, soak.seconds, soak.microseconds),  # a plain timedelta, whatever came in
         now=now,
     )
     ready_at = None if verdict.ready_at is None else format_time(verdict.ready_at)
