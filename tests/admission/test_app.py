@@ -19,6 +19,7 @@ from webhook.admission.metrics import Metrics
 from webhook.admission.review import Decision
 from webhook.admission.runtime import PolicyRuntime
 from webhook.logs import JsonFormatter
+from webhook.policy.cel.cost import check_deadline
 from webhook.policy.decision import Decision as Allowed
 from webhook.policy.model import PolicySet
 from webhook.policy.store import ObjectStore
@@ -71,13 +72,17 @@ def test_a_bad_request_gets_a_json_status(client: FlaskClient, case: dict[str, A
 
 
 class Stub:
-    """An admitter that sleeps, then raises ``error`` (if any) or allows."""
+    """An admitter that works ``sleep`` seconds, checking the request deadline as evaluations do, then raises
+    ``error`` (if any) or allows."""
 
     def __init__(self, policies: PolicySet, store: ObjectStore, *, sleep: float = 0, error: Exception | None = None):
         self.sleep, self.error = sleep, error
 
     def decide(self, request: Mapping[str, Any]) -> Decision:
-        time.sleep(self.sleep)
+        end = time.monotonic() + self.sleep
+        while time.monotonic() < end:
+            check_deadline()
+            time.sleep(0.01)
         if self.error:
             raise self.error
         return Allowed()

@@ -1,8 +1,9 @@
 """``upgrade-gate serve``: the Flask application under gunicorn, over TLS, with reloads.
 
 Process model (gunicorn's, embedded with a ``BaseApplication`` subclass): the master loads the policy set
-and the application once (``preload_app``), then forks ``workers`` sync workers that inherit both. Each
-worker answers one request at a time on the shared listening socket.
+and the application once (``preload_app``), then forks ``workers`` threaded workers that inherit both
+(``webhook.admission.worker``: gunicorn's ``gthread`` with kept-alive connections and I/O timeouts). Each
+worker answers up to ``threads`` requests at once on the shared listening socket.
 
 - Policies reload on SIGHUP (gunicorn's graceful reload): the master loads the files again, keeps the new
   set only if it loads, then replaces its workers; new workers serve the new set, old ones finish their
@@ -33,6 +34,7 @@ from webhook.admission.app import create_app
 from webhook.admission.metrics import Metrics, forget_process
 from webhook.admission.runtime import ClusterCache, PolicyRuntime
 from webhook.admission.tls import ReloadingContext, development_certificates
+from webhook.admission.worker import admission_worker
 from webhook.errors import InputError, PolicyLoadError
 from webhook.kube.cache import ApiSource, WatchCache, policy_resources
 from webhook.kube.cluster import connect
@@ -46,7 +48,8 @@ ClusterFactory = Callable[[], ClusterCache]
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
     """gunicorn serving ``app`` (whose ``runtime`` it reloads) with ``settings``.
 
-    ``cluster``: builds a started watch cache in each worker, or ``None`` without a cluster.
+    ``cluster``: builds a started watch cache in each worker, or ``None`` without a cluster. ``metrics``: where
+    the workers report their connections (default: a registry of its own).
     """
 
     def __init__(
@@ -56,8 +59,11 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         runtime: PolicyRuntime,
         tls: ReloadingContext,
         cluster: ClusterFactory | None = None,
+        *,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics if metrics is not None else Metrics(settings.metrics_dir)
         self.application = app
         self.runtime = runtime
         self.tls = tls
@@ -71,8 +77,11 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         config: dict[str, Any] = {
             "bind": [f"{host}:{settings.port}"],
             "workers": settings.worker_count,
-            "worker_class": "sync",
-            # The last resort behind the request deadline: gunicorn kills a worker silent for this long.
+            "worker_class": admission_worker(settings.io_timeout_s, self.metrics),
+            "threads": settings.threads,
+            "worker_connections": settings.max_connections,
+            "keepalive": math.ceil(settings.keepalive_s),
+            # gunicorn kills a worker whose main loop (not a request) is silent for this long.
             "timeout": math.ceil(settings.request_timeout_s) + 10,
             "graceful_timeout": math.ceil(settings.request_timeout_s) + 2,
             "preload_app": True,
@@ -155,4 +164,4 @@ def serve(settings: ServeSettings) -> None:
     if not runtime.load():
         raise PolicyLoadError(runtime.error or "the policy set does not load")
     cluster = cluster_cache(settings)
-    WebhookServer(settings, create_app(settings, runtime, metrics), runtime, tls, cluster).run()
+    WebhookServer(settings, create_app(settings, runtime, metrics), runtime, tls, cluster, metrics=metrics).run()
