@@ -71,6 +71,43 @@ def test_a_bad_request_gets_a_json_status(client: FlaskClient, case: dict[str, A
     assert (answer.json["code"], answer.json["message"]) == (case["code"], case["message"])
 
 
+def _review_text(object_text: str) -> bytes:
+    request = '"uid": "u", "kind": {"group": "", "version": "v1", "kind": "ConfigMap"}, "operation": "CREATE"'
+    review = '{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {%s, "object": %s}}'
+    return (review % (request, object_text)).encode()
+
+
+@pytest.mark.parametrize(
+    ("object_text", "message"),
+    [
+        pytest.param(
+            '{"n": ' + "9" * 5000 + "}",
+            "the body has an integer of 5000 digits, beyond any int64 or float64 number",
+            id="an integer longer than Python converts by default is a bad request",
+        ),
+        pytest.param(
+            '{"n": -' + "1" * 310 + "}",
+            "the body has an integer of 310 digits, beyond any int64 or float64 number",
+            id="an integer beyond float64 is a bad request",
+        ),
+        pytest.param(
+            '{"a": ' * 50_000 + "1" + "}" * 50_000,
+            "the body is nested too deeply to read",
+            id="nesting past the recursion limit is a bad request",
+        ),
+    ],
+)
+def test_json_that_python_cannot_read_as_is_gets_a_400_not_a_500(client: FlaskClient, object_text: str, message: str):
+    answer = client.post("/validate", data=_review_text(object_text), headers={"Content-Type": "application/json"})
+    assert (answer.status_code, answer.json["message"]) == (400, message)
+
+
+def test_an_integer_within_float64_is_read(client: FlaskClient) -> None:
+    answer = client.post("/validate", data=_review_text('{"n": ' + "9" * 300 + "}"), content_type="application/json")
+    assert answer.status_code == 200
+    assert answer.json["response"]["allowed"] is True
+
+
 class Stub:
     """An admitter that works ``sleep`` seconds, checking the request deadline as evaluations do, then raises
     ``error`` (if any) or allows."""

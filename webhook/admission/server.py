@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +44,12 @@ from webhook.settings import ServeSettings
 log = logging.getLogger(__name__)
 
 ClusterFactory = Callable[[], ClusterCache]
+
+#: The apiserver decodes JSON nested up to 10,000 levels (``k8s.io/apimachinery/pkg/util/json``) and sends such
+#: objects to webhooks as they are. Reading one takes a recursion level per nesting level, converting it to CEL
+#: about two: the interpreter's limit and the request threads' stacks are raised to match.
+RECURSION_LIMIT = 24_000
+THREAD_STACK_BYTES = 64 * 1024 * 1024
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -164,4 +171,6 @@ def serve(settings: ServeSettings) -> None:
     if not runtime.load():
         raise PolicyLoadError(runtime.error or "the policy set does not load")
     cluster = cluster_cache(settings)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+    threading.stack_size(THREAD_STACK_BYTES)
     WebhookServer(settings, create_app(settings, runtime, metrics), runtime, tls, cluster, metrics=metrics).run()
