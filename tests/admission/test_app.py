@@ -193,6 +193,23 @@ def test_readyz_is_unready_before_a_set_is_loaded_and_validate_refuses(tmp_path:
     assert refused["status"]["code"] == 503
 
 
+@pytest.mark.parametrize(
+    "series",
+    [
+        'upgrade_gate_evaluation_errors_total{endpoint="validate"} 0.0',
+        'upgrade_gate_evaluation_errors_total{endpoint="mutate"} 0.0',
+        'upgrade_gate_admission_duration_seconds_count{endpoint="mutate"} 0.0',
+        'upgrade_gate_connections{state="idle"} 0.0',
+        "upgrade_gate_connection_timeouts_total 0.0",
+    ],
+)
+def test_labelled_series_with_known_labels_are_exposed_at_zero_before_any_event(
+    loaded: PolicyRuntime, series: str
+) -> None:
+    text = make_app(loaded).test_client().get("/metrics").data.decode()
+    assert series in text.splitlines()
+
+
 def test_metrics_count_requests_by_kind_operation_and_decision(loaded: PolicyRuntime) -> None:
     client = make_app(loaded, max_body_bytes=1024 * 1024).test_client()
     for case in CASES:

@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -154,12 +155,31 @@ def cluster_cache(settings: ServeSettings) -> ClusterFactory | None:
     return lambda: WatchCache(ApiSource(connect(settings.kubeconfig)), resources, resync_s=settings.resync_s).start()
 
 
+def check_address(host: str, port: int) -> None:
+    """Raise ``InputError`` (``cannot listen on <host>:<port>: <reason>``) if the address cannot be bound, as
+    gunicorn binds it (``SO_REUSEADDR``): gunicorn itself would retry for five seconds and log each attempt."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as error:
+        shown = f"[{host}]" if ":" in host else host
+        raise InputError(f"cannot listen on {shown}:{port}: {error.strerror or error}") from None
+
+
 def serve(settings: ServeSettings) -> None:
-    """Load everything, then serve until SIGTERM/SIGINT. Raises ``InputError`` (bad certificate files,
-    ``cert`` without ``key``), ``PolicyLoadError`` (a policy set that does not load at start) and
-    ``ClusterError`` (a cluster to watch but no configuration for it)."""
+    """Load everything, then serve until SIGTERM/SIGINT. Raises ``InputError`` (no policies at ``policies``, an
+    address that cannot be bound, bad certificate files, ``cert`` without ``key``), ``PolicyLoadError`` (a policy
+    set that does not load at start) and ``ClusterError`` (a cluster to watch but no configuration for it)."""
     if (settings.cert is None) != (settings.key is None):
         raise InputError("--cert and --key go together")
+    if not settings.policies.exists():
+        raise InputError(
+            f"no policies found: {settings.policies.absolute()} does not exist "
+            "(give --policies DIR|FILE or UPGRADE_GATE_POLICIES)"
+        )
+    check_address(settings.host, settings.port)
     if settings.cert is not None and settings.key is not None:
         cert, key = settings.cert, settings.key
     else:
