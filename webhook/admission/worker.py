@@ -1,0 +1,104 @@
+"""The gunicorn worker of the webhook: gunicorn's threaded worker (``gthread``) with connections that live, and
+bounds on what a client can hold.
+
+Why threads: the kube-apiserver keeps HTTP/1.1 connections to a webhook open between calls (Go's transport,
+90 s idle timeout) when the server lets it. gunicorn's sync workers close every connection, so each admission
+call paid a TCP connection and a TLS handshake; ``gthread`` keeps them (``keepalive_s``, longer than the
+apiserver's idle timeout, so the client closes first and never reuses a connection the server is closing).
+An idle kept-alive connection waits in the worker's poller and holds no thread.
+
+Bounds (gunicorn's own, plus one here):
+
+- at most ``max_connections`` connections per worker (gunicorn's ``worker_connections``); past it the worker
+  stops accepting until one closes, and the kernel's listen backlog queues the rest;
+- a new connection that sends nothing is parked in the poller after 5 s and closed after ``keepalive_s``
+  (gunicorn's pending connections); a kept-alive one is closed after ``keepalive_s`` idle;
+- here: every blocking read and write of a connection, the TLS handshake included, times out after
+  ``io_timeout_s`` of silence (``timed`` socket classes), so a client that stalls inside a handshake, a header
+  or a body frees its thread. gunicorn would wait forever there (it makes the socket blocking without a
+  timeout). Such a timeout counts in ``upgrade_gate_connection_timeouts_total`` and closes the connection.
+
+``upgrade_gate_connections{state}`` reports, per worker summed, the open connections and the idle kept-alive
+ones, refreshed every second by the worker's loop.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import ssl
+from typing import Any, TypeVar
+
+from gunicorn.workers.gthread import ThreadWorker
+
+from webhook.admission.metrics import Metrics
+
+S = TypeVar("S", bound=socket.socket)
+
+
+def timed(base: type[S], seconds: float, metrics: Metrics) -> type[S]:
+    """A subclass of the socket class ``base`` whose blocking mode has a timeout of ``seconds`` (gunicorn calls
+    ``setblocking(True)`` before each read); a timeout is counted and raised as a reset connection, which gunicorn
+    closes quietly."""
+
+    def expired(error: TimeoutError) -> ConnectionResetError:
+        metrics.connection_timeouts.inc()
+        return ConnectionResetError(errno.ECONNRESET, f"no progress within {seconds:g}s: {error}")
+
+    class Timed(base):  # type: ignore[valid-type,misc]  # a class built per server, from a class argument
+        __slots__ = ()
+
+        def setblocking(self, flag: bool) -> None:
+            self.settimeout(seconds if flag else 0.0)
+
+        def recv(self, size: int, flags: int = 0) -> bytes:
+            try:
+                return super().recv(size, flags)  # type: ignore[no-any-return]
+            except TimeoutError as error:
+                raise expired(error) from None
+
+        def sendall(self, data: Any, flags: int = 0) -> None:
+            try:
+                super().sendall(data, flags)
+            except TimeoutError as error:
+                raise expired(error) from None
+
+        def do_handshake(self, *args: Any) -> None:
+            try:
+                super().do_handshake(*args)
+            except TimeoutError as error:
+                raise expired(error) from None
+
+    Timed.__name__ = Timed.__qualname__ = f"Timed{base.__name__}"
+    return Timed
+
+
+def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker]:
+    """gunicorn's ``ThreadWorker`` whose connections time out after ``io_timeout_s`` without progress and whose
+    connection counts go to ``metrics`` (see the module docstring)."""
+    raw_class = timed(socket.socket, io_timeout_s, metrics)
+    tls_class = timed(ssl.SSLSocket, io_timeout_s, metrics)
+
+    class AdmissionWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+        def enqueue_req(self, conn: Any) -> None:
+            if not conn.initialized and type(conn.sock) is socket.socket:
+                conn.sock.__class__ = raw_class  # same layout: only methods change
+            super().enqueue_req(conn)
+
+        def init_process(self) -> None:
+            context = self.cfg.ssl_context
+
+            def bounded(config: Any, default_factory: Any) -> ssl.SSLContext:
+                made: ssl.SSLContext = context(config, default_factory)
+                made.sslsocket_class = tls_class
+                return made
+
+            self.cfg.set("ssl_context", bounded)
+            super().init_process()
+
+        def murder_keepalived(self, force: bool = False) -> None:
+            super().murder_keepalived(force)
+            metrics.connections.labels("open").set(self.nr_conns)
+            metrics.connections.labels("idle").set(len(self.keepalived_conns) + len(self.pending_conns))
+
+    return AdmissionWorker
