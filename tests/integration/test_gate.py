@@ -246,14 +246,17 @@ def as_operator_controller(cluster: ApiServer) -> client.ApiClient:
     return cluster.client(OPERATOR_CONTROLLER)
 
 
-def create(api: client.ApiClient, obj: dict[str, Any]) -> str | None:
-    """Create ``obj``; None when admitted, else the API server's message."""
+def create(api: client.ApiClient, obj: dict[str, Any], *, dry_run: bool = False) -> str | None:
+    """Create ``obj`` (server-side dry run: admitted, not stored); None when admitted, else the API server's
+    message."""
+    dry = "All" if dry_run else None
     try:
         if obj["kind"] == "Secret":
             # the client takes a plain dict as the body, as its own docs show; its stubs say V1Secret only
-            client.CoreV1Api(api).create_namespaced_secret(obj["metadata"]["namespace"], obj)  # type: ignore[arg-type]
+            core = client.CoreV1Api(api)
+            core.create_namespaced_secret(obj["metadata"]["namespace"], obj, dry_run=dry)  # type: ignore[arg-type]
         else:
-            client.CustomObjectsApi(api).create_cluster_custom_object(*OBJECT_SETS, obj)
+            client.CustomObjectsApi(api).create_cluster_custom_object(*OBJECT_SETS, obj, dry_run=dry)
     except ApiException as error:
         return str(json.loads(error.body or "{}").get("message"))
     return None
@@ -285,17 +288,35 @@ def approve(cluster: ApiServer, revision: str) -> dict[str, Any]:
     return patched
 
 
-def denied(api: client.ApiClient, obj: dict[str, Any], webhook: str) -> str:
-    """The policy's message of the webhook's denial of ``obj``'s CREATE (waiting for the webhook's caches)."""
-    prefix = f'admission webhook "{webhook}" denied the request: '
-    message = wait_for(lambda: create(api, obj), f"a denial of {obj['metadata']['name']}")
-    assert message.startswith(prefix), message
-    return str(message.removeprefix(prefix))
+def denied(api: client.ApiClient, obj: dict[str, Any], webhook: str, message: str) -> None:
+    """``obj``'s CREATE is denied by ``webhook`` with the policy's ``message``: probed with dry runs (admitted like
+    real writes, never stored) until the webhook's caches have caught up, then created for real."""
+    expected = f'admission webhook "{webhook}" denied the request: {message}'
+    answers: list[str | None] = []
+
+    def probe() -> bool:
+        answers.append(create(api, obj, dry_run=True))
+        return answers[-1] == expected
+
+    try:
+        wait_for(probe, f"the denial of {obj['metadata']['name']}")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; last answer: {answers[-1]}") from None
+    assert create(api, obj) == expected
 
 
 def admitted(api: client.ApiClient, obj: dict[str, Any]) -> None:
     """``obj``'s CREATE is admitted (retried while the webhook's caches catch up with an approval)."""
-    wait_for(lambda: create(api, obj) is None, f"the admission of {obj['metadata']['name']}")
+    last: list[str | None] = []
+
+    def admit() -> bool:
+        last.append(create(api, obj))
+        return last[-1] is None
+
+    try:
+        wait_for(admit, f"the admission of {obj['metadata']['name']}")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; answers: {last[:3]} ... {last[-1]}") from None
 
 
 POLICY = (
@@ -314,20 +335,15 @@ def test_a_helm_upgrade_waits_for_its_revision_and_is_applied_once_approved(clus
     assert create(operator_controller, index_secret("cnpg", 1, "1.27.1", "pending-install")) is None
 
     upgrade = index_secret("cnpg", 2, "1.28.0", "pending-upgrade")
-    assert denied(operator_controller, upgrade, HELM_GATE) == POLICY + (
+    denied(operator_controller, upgrade, HELM_GATE, POLICY + (
         "upgrade of cnpg from 1.27.1 to 1.28.0 is waiting for approval: no ClusterExtensionRevision proposes 1.28.0; "
         "create cnpg-1.28.0 and approve it"
-    )
+    ))  # fmt: skip
     propose(cluster, "cnpg", "1.28.0")
-    wait_for(
-        lambda: (
-            create(operator_controller, upgrade)
-            == f'admission webhook "{HELM_GATE}" denied the request: ' + POLICY
-            + "upgrade of cnpg from 1.27.1 to 1.28.0 is waiting for approval: approve "
-            "ClusterExtensionRevision cnpg-1.28.0 (spec.approved: true)"
-        ),
-        "the denial to name the proposed revision",
-    )
+    denied(operator_controller, upgrade, HELM_GATE, POLICY + (
+        "upgrade of cnpg from 1.27.1 to 1.28.0 is waiting for approval: approve ClusterExtensionRevision cnpg-1.28.0 "
+        "(spec.approved: true)"
+    ))  # fmt: skip
     revision = approve(cluster, "cnpg-1.28.0")
     assert revision["spec"]["approvedBy"] == APPROVER  # stamped by the mutating policy
     admitted(operator_controller, upgrade)
@@ -351,9 +367,10 @@ def test_a_helm_upgrade_waits_for_its_revision_and_is_applied_once_approved(clus
 def test_a_re_apply_and_writes_that_are_not_upgrades_are_never_held(cluster, webhook):
     operator_controller = as_operator_controller(cluster)
     extension(cluster.client(), "argo", "0.9.0")
-    assert denied(operator_controller, index_secret("argo", 2, "0.9.1", "pending-upgrade"), HELM_GATE).endswith(
+    denied(operator_controller, index_secret("argo", 2, "0.9.1", "pending-upgrade"), HELM_GATE, POLICY + (
+        "upgrade of argo from 0.9.0 to 0.9.1 is waiting for approval: no ClusterExtensionRevision proposes 0.9.1; "
         "create argo-0.9.1 and approve it"
-    )
+    ))  # fmt: skip
     assert create(operator_controller, index_secret("argo", 3, "0.9.0", "pending-upgrade")) is None  # a re-apply
     elsewhere = index_secret("argo", 4, "0.9.1", "pending-upgrade", namespace="elsewhere")
     assert create(operator_controller, elsewhere) is None  # not in the OLM system namespace
@@ -370,10 +387,10 @@ def test_a_boxcutter_upgrade_waits_for_its_revision_and_a_migration_is_never_hel
     extension(cluster.client(), "kafka", "3.1.0")
     assert create(operator_controller, object_set("kafka", 1, "3.1.0", migrated=True)) is None
     upgrade = object_set("kafka", 2, "3.2.0")
-    assert denied(operator_controller, upgrade, BOXCUTTER_GATE) == POLICY + (
+    denied(operator_controller, upgrade, BOXCUTTER_GATE, POLICY + (
         "upgrade of kafka from 3.1.0 to 3.2.0 is waiting for approval: no ClusterExtensionRevision proposes 3.2.0; "
         "create kafka-3.2.0 and approve it"
-    )
+    ))  # fmt: skip
     propose(cluster, "kafka", "3.2.0")
     approve(cluster, "kafka-3.2.0")
     admitted(operator_controller, upgrade)
@@ -392,18 +409,20 @@ def test_a_freeze_window_holds_an_approved_upgrade(cluster, webhook):
     window = f"{now - hour:%Y-%m-%dT%H:%M:%SZ}/{now + hour:%Y-%m-%dT%H:%M:%SZ}"
     settings_file = webhook.policies / "settings.yaml"
     original = settings_file.read_text()
-    generation = webhook.generation()
+    upgrade = index_secret("vault", 2, "1.1.0", "pending-upgrade")
+    held = POLICY + f"upgrade of vault from 1.0.0 to 1.1.0 is approved but held by the freeze window {window}"
     settings_file.write_text(original.replace('freezeWindows: ""', f'freezeWindows: "{window}"'))
     try:
-        wait_for(lambda: webhook.generation() > generation, "the webhook to reload the settings")
-        upgrade = index_secret("vault", 2, "1.1.0", "pending-upgrade")
-        assert denied(operator_controller, upgrade, HELM_GATE) == POLICY + (
-            f"upgrade of vault from 1.0.0 to 1.1.0 is approved but held by the freeze window {window}"
-        )
+        denied(operator_controller, upgrade, HELM_GATE, held)
     finally:
-        generation = webhook.generation()
         settings_file.write_text(original)
-        wait_for(lambda: webhook.generation() > generation, "the webhook to reload the settings")
+    wait_for(lambda: create(operator_controller, upgrade, dry_run=True) is None, "the freeze to end", timeout=30)
+    core = client.CoreV1Api(cluster.client())
+    names = [
+        s.metadata and s.metadata.name
+        for s in core.list_namespaced_secret(OLM_NAMESPACE, label_selector="name=vault").items
+    ]
+    assert names == [], "a denied release was stored"
     admitted(operator_controller, upgrade)
 
 
