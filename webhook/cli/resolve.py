@@ -44,7 +44,7 @@ def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, ou
 
     Applies the channel filter, the spec.version range (Masterminds), upgrade edges from the installed
     bundle (replaces, skips, skipRange; one hop), deprecations, catalog selector and priority, and says
-    whether a ClusterExtensionRevision is due (seed 000: none for a pinned version or no upgrade).
+    whether a ClusterExtensionRevision is due (none for a pinned version, none without an upgrade).
 
     A directory may hold a clustercatalog.yaml (ClusterCatalog manifest) giving the catalog's name,
     labels, spec.priority, spec.availabilityMode and Serving condition.

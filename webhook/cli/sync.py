@@ -49,7 +49,7 @@ def parse_duration(text: str) -> float:
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Report progress on stderr.")
 @handle_errors
 def sync(*, repo: str, once: bool, interval: str | None, workdir: Path | None, output: str, progress: bool) -> None:
-    """Propose operator and add-on upgrades on a GitOps repository (seeds 000 and 004).
+    """Propose operator upgrades (ClusterExtensionRevisions) and add-on installVersion upgrades on a GitOps repository.
 
     Each cycle reads upgrade-gate.yaml at the repository root, resolves every ClusterExtension against the
     catalogs exactly as OLM v1 does, and on branch <branchPrefix><extension> creates, updates (approved reset

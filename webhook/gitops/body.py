@@ -64,7 +64,7 @@ def _addon_rows(facts: AddOnFacts, verdict: str | None) -> list[str]:
         rows.append(("Policies", verdict))
     table = ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows), ""]
     note = (
-        "Merging applies the new installVersions; the addon manager then installs them (seed 004). A commit by "
+        "Merging applies the new installVersions; the addon manager then installs them. A commit by "
         "anyone but upgrade-gate freezes the branch: it is not rebased or updated any more."
     )
     return [*table, note, ""]

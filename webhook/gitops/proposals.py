@@ -1,6 +1,6 @@
 """The pure core of the sync loop: from upgrade checks and the repository's files to a plan. No I/O.
 
-Seed 000's revision lifecycle, applied to Git (one ClusterExtensionRevision per ClusterExtension):
+The ClusterExtensionRevision lifecycle, applied to Git (one ClusterExtensionRevision per ClusterExtension):
 
 * **propose** — an upgrade is due and no revision exists: write ``<revisions>/<ext>-<version>.yaml`` with
   ``approved: false`` and ``availableSince`` now;
@@ -35,7 +35,7 @@ REMOVE = "remove"
 CATALOG_IMAGE = "catalog-image"
 ADDON_VERSION = "addon-version"
 HELD = "held"
-"""The action of an ``Outcome`` whose upgrade waits for the add-on's canaries (seed 004 "Canary upgrade")."""
+"""The action of an ``Outcome`` whose upgrade waits for the add-on's canaries ("Canary upgrade")."""
 INVALID = "invalid"
 """The action of an ``Outcome`` whose manifest (or its status) cannot be used: a problem to fix."""
 UNRESOLVED = "unresolved"
@@ -91,7 +91,7 @@ class AddOnUpdate:
 
 @dataclass(frozen=True, slots=True)
 class AddOnFacts:
-    """What a pull request body says about an add-on upgrade (seed 004).
+    """What a pull request body says about an add-on upgrade (the add-on installVersion lifecycle).
 
     ``version`` is the target, ``supported``/``default`` the ClusterManagementAddOn's status as read from
     ``status_from`` (``the cluster`` or ``the manifests' status``); ``moves`` are the installVersions the change
@@ -180,7 +180,7 @@ def plan_extension(
     branch: Sequence[RevisionFile],
     context: PlanContext,
 ) -> Change | Outcome:
-    """Seed 000's decision for one extension.
+    """The ClusterExtensionRevision lifecycle's decision for one extension.
 
     ``base`` are its revisions in the base branch, ``branch`` those its proposal branch writes (to keep
     ``availableSince``). A resolution error other than "nothing in range", or one because no
@@ -235,7 +235,7 @@ def plan_extension(
 
 
 def plan_orphans(orphans: Sequence[RevisionFile], context: PlanContext) -> list[Change]:
-    """Removals of revisions whose ClusterExtension is no longer in the repository (seed 000: extension
+    """Removals of revisions whose ClusterExtension is no longer in the repository (the lifecycle: extension
     deleted, its revisions are cleaned up), one change per extension."""
     per_extension: dict[str, list[RevisionFile]] = {}
     for revision in orphans:
