@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from webhook.errors import ManifestError
-from webhook.manifests import iter_yaml_documents, read_text
+from webhook.manifests import MANIFEST_SUFFIXES, iter_yaml_documents, read_text
 from webhook.resolve.extension import API_VERSION, ClusterExtension
 from webhook.resolve.revision import RevisionProposal
 
 REVISION_KIND = "ClusterExtensionRevision"
 EXTENSION_LABEL = "clusterextension"
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 MANAGEMENT_ADDON_KIND = "ClusterManagementAddOn"
 MANAGED_ADDON_KIND = "ManagedClusterAddOn"
 PLACEMENT_DECISION_KIND = "PlacementDecision"
