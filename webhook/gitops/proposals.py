@@ -22,10 +22,11 @@ Catalog image switches (``webhook.gitops.templates``) and add-on installVersion 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.gitops.manifests import ExtensionEntry, RevisionFile, render_revision, revision_path
+from webhook.resolve.resolver import Resolution
 from webhook.resolve.revision import RevisionProposal, UpgradeCheck, is_pinned
 from webhook.resolve.successors import Edge
 
@@ -54,7 +55,10 @@ class FileChange:
 
 @dataclass(frozen=True, slots=True)
 class UpgradeFacts:
-    """What a pull request body says about an upgrade: from, to, how, where from, since when."""
+    """What a pull request body says about an upgrade: from, to, how, where from, since when; the versions
+    the upgrade skips, the bundle image, the bundle's ClusterServiceVersion metadata (``olm.csv.metadata``:
+    description, links, maintainers, provider; empty when the catalog carries none) and the deprecation
+    notices of the package, the channel and the bundle."""
 
     package: str
     installed_bundle: str
@@ -64,6 +68,10 @@ class UpgradeFacts:
     catalog: str
     edge: Edge
     available_since: str
+    skipped: tuple[str, ...] = ()
+    image: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    deprecations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +227,10 @@ def plan_extension(
         catalog=resolution.catalog,
         edge=resolution.edge,
         available_since=since,
+        skipped=resolution.between,
+        image=resolution.bundle.image,
+        metadata=resolution.bundle.csv_metadata(),
+        deprecations=_deprecations(resolution),
     )
     return Change(
         subject=extension.name,
@@ -286,6 +298,21 @@ def _removal(subject: str, revisions: Sequence[RevisionFile], reason: str, conte
         from_version=", ".join(r.version for r in revisions),
         to_version=None,
         reason=reason,
+    )
+
+
+def _deprecations(resolution: Resolution) -> tuple[str, ...]:
+    """The catalog's deprecation notices for the package, the upgrade's channel and the resolved bundle."""
+    deprecation = resolution.deprecation
+    if deprecation is None:
+        return ()
+    notices = [
+        (f"package {resolution.package}", deprecation.package_message),
+        (f"channel {resolution.edge.channel}", deprecation.channels.get(resolution.edge.channel or "")),
+        (f"bundle {resolution.bundle.name}", deprecation.bundles.get(resolution.bundle.name)),
+    ]
+    return tuple(
+        f"{what} is deprecated{': ' + message if message else ''}" for what, message in notices if message is not None
     )
 
 
