@@ -34,6 +34,7 @@ from webhook.versions import parse_version
 PACKAGE, CHANNEL, BUNDLE, DEPRECATIONS = "olm.package", "olm.channel", "olm.bundle", "olm.deprecations"
 NAME_LABEL = "olm.operatorframework.io/metadata.name"
 CLUSTER_CATALOG_FILE = "clustercatalog.yaml"
+CSV_METADATA = "olm.csv.metadata"
 DEPENDENCY_PROPERTIES = frozenset({"olm.package.required", "olm.gvk.required", "olm.constraint"})
 
 _WHITESPACE = re.compile(r"\s*")
@@ -141,6 +142,14 @@ class Bundle:
     version_text: str | None
     version_release: VersionRelease | None
     version_error: str | None = None
+
+    def csv_metadata(self) -> Mapping[str, Any]:
+        """The ``olm.csv.metadata`` property's value (the ClusterServiceVersion's description, displayName,
+        links, maintainers, provider, ...), or an empty mapping when the bundle carries none."""
+        for prop in self.properties:
+            if prop.type == CSV_METADATA and isinstance(prop.value, Mapping):
+                return prop.value
+        return {}
 
     def dependency_property(self) -> str | None:
         """The first property type that declares a dependency OLM v1 does not support, if any."""

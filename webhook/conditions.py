@@ -1,6 +1,6 @@
 """``metav1.Condition`` lists as plain JSON-shaped dicts: find, set, remove; pure, the time passed in.
 
-Follows seed 003 ("Transition History": ``status.conditions`` holds the last observed condition of each
+Follows the condition conventions ("Transition History": ``status.conditions`` holds the last observed condition of each
 type, one entry per type; own only your condition types, never reorder the others) and apimachinery
 ``k8s.io/apimachinery/pkg/api/meta`` ``SetStatusCondition`` / ``FindStatusCondition`` /
 ``RemoveStatusCondition``:
@@ -124,7 +124,7 @@ def set_condition(
     ``observedGeneration`` and ``lastTransitionTime``. An absent type is appended at the end with
     ``lastTransitionTime`` = its own or ``now``. A present type is updated in place: ``status``,
     ``reason``, ``message`` and ``observedGeneration`` come from ``condition``; ``lastTransitionTime`` is
-    kept unless ``status`` changed (seed 003). Every other entry is returned unchanged and in its position.
+    kept unless ``status`` changed. Every other entry is returned unchanged and in its position.
     ``now`` is the caller's clock (a naive datetime is UTC). Callers detect a change by comparing the
     result with the input. Raises ``InputError`` (see ``validate_condition``) for an invalid condition.
     """

@@ -175,7 +175,7 @@ def test_an_installed_bundle_in_no_catalog_is_a_warning() -> None:
         pytest.param(
             "packageName: cloudnative-pg\n",
             "\n",
-            "{path}: spec.source.catalog.packageName is required",
+            "{path}:3: spec.source.catalog.packageName is required",
             id="no package",
         ),
     ],
@@ -205,3 +205,32 @@ def test_an_unreachable_catalogd_url_exits_1_with_one_line() -> None:
     assert (code, out) == (1, "")
     assert err.startswith("upgrade-gate: http://127.0.0.1:9/catalogs/x/api/v1/all: cannot fetch catalog: ")
     assert err.count("\n") == 1
+
+
+def test_a_directory_of_extensions_gives_a_table_with_one_row_each(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
+    other = EXAMPLE.read_text(encoding="utf-8").replace("name: cloudnative-pg\n", "name: other\n", 1)
+    broken = other.replace("name: other\n", "name: nope\n", 1).replace(
+        "packageName: cloudnative-pg", "packageName: nope"
+    )
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "b.yaml").write_text(f"{other}---\n{broken}", encoding="utf-8")
+    code, out, err = _run("-f", str(tmp_path), "--catalog", str(REAL))
+    assert out.splitlines() == [
+        "EXTENSION       PACKAGE         INSTALLED  RESOLVED  CATALOG                    REVISION",
+        "cloudnative-pg  cloudnative-pg  1.27.1     1.28.0    certified-operators-v4.22  cloudnative-pg-1.28.0",
+        "other           cloudnative-pg  1.27.1     1.28.0    certified-operators-v4.22  other-1.28.0",
+        "nope            nope            1.27.1     -         -                          error: error upgrading from "
+        'currently installed version "1.27.1": no bundles found for package "nope" matching version ">=1.27.0 '
+        '<2.0.0" in channels [stable-v1]; package nope is in none of the selected catalogs (certified-operators-v4.22)',
+    ]
+    assert (code, err) == (1, "upgrade-gate: 1 of 3 ClusterExtensions do not resolve: nope\n")
+    code, out, _ = _run("-f", str(tmp_path / "nested" / "b.yaml"), "--catalog", str(REAL), "-o", "json")
+    assert [(d["extension"], d["error"] is None) for d in json.loads(out)] == [("other", True), ("nope", False)]
+
+
+def test_installed_needs_a_single_extension(tmp_path: Path) -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    (tmp_path / "two.yaml").write_text(f"{text}---\n{text.replace('name: cloudnative-pg', 'name: x', 1)}")
+    code, _, err = _run("-f", str(tmp_path / "two.yaml"), "--catalog", str(REAL), "--installed", "x@1.0.0")
+    assert (code, err) == (2, f"upgrade-gate: --installed needs one ClusterExtension; {tmp_path / 'two.yaml'} has 2\n")

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from tests.gitops.conftest import ROOT, World
 from webhook.cli import main
-from webhook.cli.sync import parse_duration
+from webhook.cli.sync import _render, parse_duration
 from webhook.errors import InputError
 
 
@@ -139,3 +139,24 @@ def test_an_unreachable_catalogd_url_exits_1_with_one_line(world: World) -> None
     assert code == 1
     assert err.startswith("upgrade-gate: http://127.0.0.1:9/catalogs/certified-operators/api/v1/all: cannot fetch")
     assert err.count("\n") == 1
+
+
+def test_a_dry_run_prints_the_diffs_and_says_nothing_was_pushed(world: World) -> None:
+    code, out, _ = run(world, "--once", "--dry-run")
+    assert code == 0
+    assert "cloudnative-pg on upgrade-gate/cloudnative-pg:\n--- /dev/null\n+++ b/clusters/prod/revisions/" in out
+    assert out.rstrip().endswith("; dry run: nothing pushed, nothing written to the forge)")
+    assert list(world.branches()) == ["main"]
+
+
+def test_interval_cycles_print_their_time_and_only_what_changed(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = world.sync()
+    _render(first, "text", stamp="2026-03-01T12:00:00Z")
+    second = world.sync()
+    _render(second, "text", stamp="2026-03-01T12:10:00Z", previous=first)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "2026-03-01T12:00:00Z cycle"
+    assert lines[2].startswith("cloudnative-pg  proposed")
+    assert lines[-2] == "2026-03-01T12:10:00Z cycle", "nothing changed: the time and the counts only"

@@ -224,6 +224,29 @@ def test_a_proposal_the_bot_withdrew_is_proposed_again_when_it_is_due_again(worl
     assert world.github.pulls[1]["title"] == "Upgrade cloudnative-pg to 1.30.0 - autoclosed"
 
 
+def test_a_dry_run_reports_the_plan_with_its_diff_and_pushes_and_writes_nothing(world: World) -> None:
+    report = world.sync(dry_run=True)
+    [proposed] = [e for e in report.entries if e.subject == "cloudnative-pg"]
+    assert (proposed.action, report.dry_run) == ("proposed", True)
+    assert proposed.diff is not None
+    assert proposed.diff.startswith(f"--- /dev/null\n+++ b/{REVISION}\n@@ -0,0 +1,15 @@\n")
+    assert '+  version: "1.30.0"\n' in proposed.diff
+    assert list(world.branches()) == ["main"]
+    assert all(r.startswith("GET ") for r in world.github.requests)
+    assert entry(world.sync(), "cloudnative-pg")[0] == "proposed", "the dry run left nothing behind"
+
+
+def test_a_dry_run_says_which_branch_it_would_withdraw_and_keeps_it(world: World) -> None:
+    world.sync()
+    path = world.human / EXTENSION
+    path.write_text(path.read_text().replace('version: ">=1.29.0, <2.0.0"', 'version: "1.29.2"'))
+    world.push("pin cloudnative-pg")
+    action, reason = entry(world.sync(dry_run=True), "cloudnative-pg")
+    assert (action, reason.endswith(f"branch {BRANCH} would be deleted (dry run)")) == ("withdrawn", True)
+    assert BRANCH in world.branches()
+    assert world.github.pulls[1]["state"] == "open"
+
+
 def test_a_rejected_push_is_retried_from_a_fresh_base(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     original = Repo.push
     calls: list[int] = []

@@ -1,4 +1,4 @@
-"""The pure core of add-on proposals: seed 004's installVersion upgrades, canary placements first. No I/O.
+"""The pure core of add-on proposals: installVersion upgrades, canary placements first. No I/O.
 
 For one add-on (its ClusterManagementAddOn and ManagedClusterAddOns in Git, ``AddOnManifests``) and what the
 cluster, or offline the manifests' status, says about it (``AddOnState``), ``plan_addon`` decides:
@@ -8,9 +8,9 @@ cluster, or offline the manifests' status, says about it (``AddOnState``), ``pla
   ``parse_addon_version`` precedence. An add-on that publishes no supportedVersions (upstream OCM) gets nothing.
 * **what moves** — only an installVersion a human pinned: a placement's ``addonTemplate.installVersion`` and a
   ManagedClusterAddOn's ``spec.installVersion``, and only forward (``classify`` says Upgrading). An unset
-  installVersion follows ``defaultVersion`` (seed 004 "Auto upgrade": the addon manager moves it) and is never
+  installVersion follows ``defaultVersion`` ("Auto upgrade": the addon manager moves it) and is never
   added; a pin at the target, above it, or that is not a version is left to its owner (a rollback needs an
-  acknowledgement, seed 004 "Rollback"); configs and every other field are never touched.
+  acknowledgement, the add-on installVersion lifecycle, "Rollback"); configs and every other field are never touched.
 * **canary first** — when the add-on lists one of the configured canary placements (``NAMESPACE/NAME``) in
   ``spec.installStrategy.placements``, that placement and the ManagedClusterAddOns on the clusters its
   PlacementDecisions decide are canaries and move at once; every other pin moves only when
@@ -150,7 +150,7 @@ def listed_canaries(
 def plan_addon(
     addon: AddOnManifests, texts: Mapping[str, str], state: AddOnState, context: AddOnContext
 ) -> Change | Outcome:
-    """Seed 004's next installVersion step for one add-on (see the module docstring).
+    """The next installVersion step of the add-on installVersion lifecycle for one add-on (see the module docstring).
 
     ``texts`` holds the text of every file in ``addon.files``. Returns a ``Change``, or an ``Outcome``:
     ``unchanged`` (nothing pinned, no supportedVersions, every pin at the target), ``held`` (only pins that wait

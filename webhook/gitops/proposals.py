@@ -1,6 +1,6 @@
 """The pure core of the sync loop: from upgrade checks and the repository's files to a plan. No I/O.
 
-Seed 000's revision lifecycle, applied to Git (one ClusterExtensionRevision per ClusterExtension):
+The ClusterExtensionRevision lifecycle, applied to Git (one ClusterExtensionRevision per ClusterExtension):
 
 * **propose** — an upgrade is due and no revision exists: write ``<revisions>/<ext>-<version>.yaml`` with
   ``approved: false`` and ``availableSince`` now;
@@ -22,10 +22,11 @@ Catalog image switches (``webhook.gitops.templates``) and add-on installVersion 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.gitops.manifests import ExtensionEntry, RevisionFile, render_revision, revision_path
+from webhook.resolve.resolver import Resolution
 from webhook.resolve.revision import RevisionProposal, UpgradeCheck, is_pinned
 from webhook.resolve.successors import Edge
 
@@ -35,7 +36,7 @@ REMOVE = "remove"
 CATALOG_IMAGE = "catalog-image"
 ADDON_VERSION = "addon-version"
 HELD = "held"
-"""The action of an ``Outcome`` whose upgrade waits for the add-on's canaries (seed 004 "Canary upgrade")."""
+"""The action of an ``Outcome`` whose upgrade waits for the add-on's canaries ("Canary upgrade")."""
 INVALID = "invalid"
 """The action of an ``Outcome`` whose manifest (or its status) cannot be used: a problem to fix."""
 UNRESOLVED = "unresolved"
@@ -54,7 +55,10 @@ class FileChange:
 
 @dataclass(frozen=True, slots=True)
 class UpgradeFacts:
-    """What a pull request body says about an upgrade: from, to, how, where from, since when."""
+    """What a pull request body says about an upgrade: from, to, how, where from, since when; the versions
+    the upgrade skips, the bundle image, the bundle's ClusterServiceVersion metadata (``olm.csv.metadata``:
+    description, links, maintainers, provider; empty when the catalog carries none) and the deprecation
+    notices of the package, the channel and the bundle."""
 
     package: str
     installed_bundle: str
@@ -64,6 +68,10 @@ class UpgradeFacts:
     catalog: str
     edge: Edge
     available_since: str
+    skipped: tuple[str, ...] = ()
+    image: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    deprecations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +99,7 @@ class AddOnUpdate:
 
 @dataclass(frozen=True, slots=True)
 class AddOnFacts:
-    """What a pull request body says about an add-on upgrade (seed 004).
+    """What a pull request body says about an add-on upgrade (the add-on installVersion lifecycle).
 
     ``version`` is the target, ``supported``/``default`` the ClusterManagementAddOn's status as read from
     ``status_from`` (``the cluster`` or ``the manifests' status``); ``moves`` are the installVersions the change
@@ -180,7 +188,7 @@ def plan_extension(
     branch: Sequence[RevisionFile],
     context: PlanContext,
 ) -> Change | Outcome:
-    """Seed 000's decision for one extension.
+    """The ClusterExtensionRevision lifecycle's decision for one extension.
 
     ``base`` are its revisions in the base branch, ``branch`` those its proposal branch writes (to keep
     ``availableSince``). A resolution error other than "nothing in range", or one because no
@@ -219,6 +227,10 @@ def plan_extension(
         catalog=resolution.catalog,
         edge=resolution.edge,
         available_since=since,
+        skipped=resolution.between,
+        image=resolution.bundle.image,
+        metadata=resolution.bundle.csv_metadata(),
+        deprecations=_deprecations(resolution),
     )
     return Change(
         subject=extension.name,
@@ -235,7 +247,7 @@ def plan_extension(
 
 
 def plan_orphans(orphans: Sequence[RevisionFile], context: PlanContext) -> list[Change]:
-    """Removals of revisions whose ClusterExtension is no longer in the repository (seed 000: extension
+    """Removals of revisions whose ClusterExtension is no longer in the repository (the lifecycle: extension
     deleted, its revisions are cleaned up), one change per extension."""
     per_extension: dict[str, list[RevisionFile]] = {}
     for revision in orphans:
@@ -286,6 +298,21 @@ def _removal(subject: str, revisions: Sequence[RevisionFile], reason: str, conte
         from_version=", ".join(r.version for r in revisions),
         to_version=None,
         reason=reason,
+    )
+
+
+def _deprecations(resolution: Resolution) -> tuple[str, ...]:
+    """The catalog's deprecation notices for the package, the upgrade's channel and the resolved bundle."""
+    deprecation = resolution.deprecation
+    if deprecation is None:
+        return ()
+    notices = [
+        (f"package {resolution.package}", deprecation.package_message),
+        (f"channel {resolution.edge.channel}", deprecation.channels.get(resolution.edge.channel or "")),
+        (f"bundle {resolution.bundle.name}", deprecation.bundles.get(resolution.bundle.name)),
+    ]
+    return tuple(
+        f"{what} is deprecated{': ' + message if message else ''}" for what, message in notices if message is not None
     )
 
 

@@ -113,7 +113,7 @@ def load_catalogs(
 
 def with_installed(entries: Sequence[ExtensionEntry], installed: Mapping[str, tuple[str, str]]) -> list[ExtensionEntry]:
     """``entries`` with the installed bundle taken from ``installed`` (the cluster); an extension the cluster
-    does not report as installed has none (seed 000: no revision before the first install)."""
+    does not report as installed has none (no revision before the first install)."""
     result = []
     for entry in entries:
         bundle = installed.get(entry.extension.name)

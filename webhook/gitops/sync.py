@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import difflib
 import fcntl
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,7 @@ from webhook.gitops.proposals import (
     WITHDRAW,
     BranchState,
     Change,
+    FileChange,
     Outcome,
     PlanContext,
     branch_action,
@@ -101,8 +103,9 @@ Verdict = Callable[[Change], str | None]
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One line of the report: a subject (extension, ``clustercatalog/<name>``, ``addon/<name>`` or a file), what
-    happened (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some, and
-    for a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known."""
+    happened (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some, for
+    a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known, and in a dry run the
+    unified diff the change would push (``diff``)."""
 
     subject: str
     action: str
@@ -113,6 +116,7 @@ class Entry:
     file: str | None = None
     pull_request: str | None = None
     ready_at: str | None = None
+    diff: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,7 @@ class Report:
     commit: str
     entries: tuple[Entry, ...]
     timings: Mapping[str, float] = field(default_factory=dict)
+    dry_run: bool = False
 
     def count(self, action: str) -> int:
         """How many entries have ``action``."""
@@ -141,6 +146,7 @@ class Report:
         return {
             "base": self.base,
             "commit": self.commit,
+            "dry_run": self.dry_run,
             "counts": {a: self.count(a) for a in ACTIONS},
             "entries": [asdict(e) for e in self.entries],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
@@ -154,7 +160,8 @@ class SyncOptions:
     ``repo`` is a Git URL or local path; ``workdir`` the sync loop's working clone (created on first use);
     ``cluster`` is required for ``installed: cluster``, ``addons.installed: cluster`` and GVK image templates;
     ``catalog_cache`` carries loaded catalogs from one cycle to the next (reuse the options across cycles);
-    ``clock`` returns the current UTC time.
+    ``clock`` returns the current UTC time. ``dry_run`` plans and reports (with each change's diff) but
+    commits, pushes and writes to the forge nothing (it still reads the remote and the forge).
     """
 
     repo: str
@@ -166,6 +173,7 @@ class SyncOptions:
     catalog_cache: CatalogCache = field(default_factory=CatalogCache)
     progress: Progress | None = None
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
+    dry_run: bool = False
 
 
 def run_cycle(options: SyncOptions) -> Report:
@@ -247,7 +255,7 @@ class _Cycle:
                     reason = f"push rejected {attempt} times, last: {why}"
                     self.entries[subject] = Entry(subject, "failed", reason, branch)
         entries = tuple(self.entries[s] for s in sorted(self.entries))
-        return Report(config.base_branch, base_sha, entries, dict(self.timings))
+        return Report(config.base_branch, base_sha, entries, dict(self.timings), options.dry_run)
 
     def _inputs(self, root: Path, config: SyncConfig) -> _Inputs:
         cluster = self.options.cluster
@@ -311,14 +319,16 @@ class _Cycle:
                 if action == PUSH:
                     commits.append(NewCommit(branch, base_sha, change.commit_message, change.files))
                 pending[branch] = (subject, change, action)
-        with self.timed("git"):
-            shas = repo.commit(commits, bot, self.now)
-            updates += [RefUpdate(b, sha, states[b].head if b in states else None) for b, sha in shas.items()]
-            result = repo.push(updates, config.branch_prefix, config.base_branch)
+        rejected: Mapping[str, str] = {}
+        if not self.options.dry_run:
+            with self.timed("git"):
+                shas = repo.commit(commits, bot, self.now)
+                updates += [RefUpdate(b, sha, states[b].head if b in states else None) for b, sha in shas.items()]
+                rejected = repo.push(updates, config.branch_prefix, config.base_branch).rejected
         for branch, (subject, item, action) in sorted(pending.items()):
-            if branch not in result.rejected:
-                self._done(inputs, subject, item, action, branch)
-        return {pending[b][0]: (b, why) for b, why in result.rejected.items()}
+            if branch not in rejected:
+                self._done(inputs, subject, item, action, branch, root=repo.path)
+        return {pending[b][0]: (b, why) for b, why in rejected.items()}
 
     def _plan(
         self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
@@ -435,25 +445,28 @@ class _Cycle:
         item: Change | Outcome,
         action: str,
         branch: str,
+        *,
+        root: Path,
     ) -> None:
-        forge = self.forge
+        dry_run = self.options.dry_run
+        forge = None if dry_run else self.forge
         pull = self.open_pulls.get(branch)
         if isinstance(item, Outcome):
             if forge is not None and pull is not None:
                 with self.timed("forge"):
                     forge.close_pull_request(pull)
             url = pull.url if pull else None
+            deleted = "would be deleted (dry run)" if dry_run else "deleted"
             if item.action == HELD:  # still waiting is the news; the branch proposed nothing new
-                why = f"{item.reason}; branch {branch} deleted until then"
+                why = f"{item.reason}; branch {branch} {deleted} until then"
                 self.entries[subject] = Entry(subject, HELD, why, branch, pull_request=url, ready_at=item.ready_at)
                 return
-            why = f"nothing to propose any more ({item.reason}): branch {branch} deleted"
+            why = f"nothing to propose any more ({item.reason}): branch {branch} {deleted}"
             self.entries[subject] = Entry(subject, "withdrawn", why, branch, pull_request=url)
             return
-        url = None
-        opened = False
+        url = pull.url if pull else None
+        opened = self.forge is not None and pull is None
         if forge is not None:
-            opened = pull is None
             with self.timed("forge"):
                 pull = self._ensure_pull(forge, pull, item, inputs)
             self.open_pulls[branch] = pull
@@ -462,8 +475,9 @@ class _Cycle:
         reason = item.reason if action == PUSH else f"branch {branch} already proposes this"
         if done == OPENED:
             reason = f"pull request opened: {reason}"
+        diff = file_diff(root, item.files) if dry_run and action == PUSH else None
         self.entries[subject] = Entry(
-            subject, done, reason, branch, item.from_version, item.to_version, pull_request=url
+            subject, done, reason, branch, item.from_version, item.to_version, pull_request=url, diff=diff
         )
 
     def _invalid(self, problem: Problem) -> None:
@@ -482,6 +496,23 @@ class _Cycle:
         if pull.title != change.title or pull.body != body:
             return forge.update_pull_request(pull, change.title, body)
         return pull
+
+
+def file_diff(root: Path, files: Sequence[FileChange]) -> str:
+    """The unified diff (``git diff`` style headers) that writing ``files`` makes to the tree at ``root``."""
+    chunks: list[str] = []
+    for change in files:
+        path = root / change.path
+        old = read_text(path) if path.is_file() else None
+        chunks.extend(
+            difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (change.content or "").splitlines(keepends=True),
+                "/dev/null" if old is None else f"a/{change.path}",
+                "/dev/null" if change.content is None else f"b/{change.path}",
+            )
+        )
+    return "".join(chunks)
 
 
 def _addons_from_cluster(config: SyncConfig) -> bool:

@@ -1,4 +1,4 @@
-"""Catalog image templates (seed 002, "Automatic Catalog Switching"), for ClusterCatalog manifests in Git.
+"""Catalog image templates (automatic catalog switching), for ClusterCatalog manifests in Git.
 
 A ClusterCatalog annotated ``olm.catalogImageTemplate`` gets its ``spec.source.image.ref`` from the template:
 
@@ -9,7 +9,7 @@ A ClusterCatalog annotated ``olm.catalogImageTemplate`` gets its ``spec.source.i
 
 When every variable resolves and the image differs, the manifest's reference is replaced (the one text
 occurrence of the old reference, so comments and layout stay) and proposed like an upgrade. When any variable
-does not resolve nothing changes, and the report carries the seed's message:
+does not resolve nothing changes, and the report carries the template's status message:
 ``Cannot construct catalog image reference, variable(s) "{kube_major_version}" couldn't be resolved``.
 """
 
@@ -45,7 +45,7 @@ class TemplateResult:
 
     @property
     def message(self) -> str:
-        """Seed 002's status message when something did not resolve."""
+        """The status message of catalog image templates when something did not resolve."""
         names = ", ".join(f'"{v}"' for v in self.unresolved)
         return f"Cannot construct catalog image reference, variable(s) {names} couldn't be resolved"
 

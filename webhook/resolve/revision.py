@@ -1,6 +1,7 @@
-"""Seed 000's revision decision: is a ClusterExtensionRevision due for this extension, and for what?
+"""The ClusterExtensionRevision lifecycle's decision: is a revision due for this extension, and for what?
 
-Rules (``seeds/000``, "Version Constraint Handling" and "ClusterExtensionRevision Management"):
+Rules (the ClusterExtensionRevision lifecycle, "Version Constraint Handling" and "ClusterExtensionRevision
+Management"):
 
 * no installed bundle: no revision (initial installs need no approval);
 * a pinned constraint (no operator among ``> < = ~ ^ |`` and, trimmed, equal to the installed version):
@@ -28,7 +29,7 @@ PIN_OPERATORS = "><=~^|"
 
 @dataclass(frozen=True, slots=True)
 class RevisionProposal:
-    """The ClusterExtensionRevision seed 000 asks for: name, extension, version and bundle."""
+    """The ClusterExtensionRevision the lifecycle asks for: name, extension, version and bundle."""
 
     name: str
     extension: str
@@ -43,14 +44,14 @@ class RevisionProposal:
 
 
 def is_pinned(constraint: str, installed_version: str) -> bool:
-    """Seed 000 ``isPinnedVersion``: no range operator, and equal (trimmed) to the installed version."""
+    """The lifecycle's ``isPinnedVersion``: no range operator, and equal (trimmed) to the installed version."""
     if any(op in constraint for op in PIN_OPERATORS):
         return False
     return constraint.strip() == installed_version.strip()
 
 
 def needs_resolution(extension: ClusterExtension) -> bool:
-    """False when seed 000 forbids a revision before resolving: nothing installed, or a pinned version."""
+    """False when the lifecycle forbids a revision before resolving: nothing installed, or a pinned version."""
     installed = extension.installed
     if installed is None:
         return False
@@ -80,7 +81,7 @@ class UpgradeCheck:
 
 
 def check_extension(extension: ClusterExtension, catalogs: Sequence[Catalog]) -> UpgradeCheck:
-    """Resolve ``extension`` as OLM v1 would and apply seed 000's revision rules.
+    """Resolve ``extension`` as OLM v1 would and apply the ClusterExtensionRevision lifecycle's revision rules.
 
     A ``ResolutionError`` becomes ``error`` (a negative answer, not an exception); ``InvalidConstraint``,
     ``InputError`` and ``CatalogError`` propagate (bad input).

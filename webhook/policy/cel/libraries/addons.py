@@ -1,4 +1,4 @@
-"""``addon``: the seed 004 add-on ``installVersion`` lifecycle in CEL, over ``webhook.addons`` (no rule here).
+"""``addon``: the add-on ``installVersion`` lifecycle in CEL, over ``webhook.addons`` (no rule here).
 
 NOT in the kube-apiserver: a policy using one of these is not portable. Static namespace::
 
@@ -97,7 +97,7 @@ def is_version(_addon: Namespace, text: str) -> bool:
 
 
 def change_type(_addon: Namespace, last: Any, install: str) -> str:
-    """``addon.changeType(last, install)``: ``classify(last, install)`` (seed 004 "Condition")."""
+    """``addon.changeType(last, install)``: ``classify(last, install)`` ("Condition")."""
     return _core(lambda: classify(_text(last), install).value)
 
 
@@ -132,7 +132,7 @@ def _placement_changes(old: Any, new: Any) -> list[dict[str, Any]]:
 
 def changes_of_placements(_addon: Namespace, old: Any, new: Any) -> list[dict[str, Any]]:
     """``addon.placementChanges(oldObject, object)``: ``placement_changes`` as maps, with each placement's
-    ``configs`` (upstream ``configs``, else the seed's ``addonTemplate.configs``)."""
+    ``configs`` (upstream ``configs``, else the lifecycle's ``addonTemplate.configs``)."""
     return _core(lambda: _placement_changes(old, new))
 
 
@@ -175,7 +175,7 @@ def version_canary_gate(
     _addon: Namespace, version: str, canaries: Any, soak: datetime.timedelta, now: datetime.datetime
 ) -> dict[str, Any]:
     """``addon.canaryGate(version, canaries, soak, now)``: ``canary_gate`` over ``Observation.of_install_version``
-    of each canary ManagedClusterAddOn (seed 004 "Canary upgrade")."""
+    of each canary ManagedClusterAddOn (the add-on installVersion lifecycle, "Canary upgrade")."""
     return _core(lambda: _verdict(version, canaries, Observation.of_install_version, soak, now))
 
 
