@@ -99,14 +99,13 @@ def _review_text(object_text: str) -> bytes:
 )
 def test_json_that_python_cannot_read_as_is_gets_a_400_not_a_500(client: FlaskClient, object_text: str, message: str):
     answer = client.post("/validate", data=_review_text(object_text), headers={"Content-Type": "application/json"})
-    assert answer.status_code == 400
-    assert answer.get_json()["message"] == message
+    assert (answer.status_code, answer.json["message"]) == (400, message)
 
 
 def test_an_integer_within_float64_is_read(client: FlaskClient) -> None:
     answer = client.post("/validate", data=_review_text('{"n": ' + "9" * 300 + "}"), content_type="application/json")
     assert answer.status_code == 200
-    assert answer.get_json()["response"]["allowed"] is True
+    assert answer.json["response"]["allowed"] is True
 
 
 class Stub:
@@ -204,10 +203,10 @@ def test_readyz_is_unready_before_a_set_is_loaded_and_validate_refuses(tmp_path:
         "upgrade_gate_connection_timeouts_total 0.0",
     ],
 )
-def test_labelled_series_with_known_labels_are_exposed_at_zero_before_any_event(series: str) -> None:
-    fresh = PolicyRuntime(POLICIES, metrics=Metrics())
-    assert fresh.load()
-    text = make_app(fresh).test_client().get("/metrics").data.decode()
+def test_labelled_series_with_known_labels_are_exposed_at_zero_before_any_event(
+    loaded: PolicyRuntime, series: str
+) -> None:
+    text = make_app(loaded).test_client().get("/metrics").data.decode()
     assert series in text.splitlines()
 
 

@@ -4,8 +4,7 @@ Routes:
 
 - ``POST /validate``, ``POST /mutate``: an AdmissionReview in, an AdmissionReview out (HTTP 200, see
   ``webhook.admission.review``). A bad request is HTTP 400 (413 above ``max_body_bytes``) with a
-  ``metav1.Status`` JSON body; a body that stops arriving for the I/O timeout is 408 (and the connection closed).
-  An evaluation that raises or outlives ``request_timeout_s`` is refused
+  ``metav1.Status`` JSON body. An evaluation that raises or outlives ``request_timeout_s`` is refused
   (``allowed: false``, code 500 ``InternalError`` or 504 ``Timeout``): the webhook fails closed.
 - ``GET /healthz``: 200 while the process serves. ``GET /readyz``: 200 when a policy set is loaded and the
   cluster cache (if any) is synced, else 503; the body says which, and the last load error.
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, Response, current_app, jsonify, request
-from werkzeug.exceptions import ClientDisconnected, HTTPException
+from werkzeug.exceptions import HTTPException
 
 from webhook import logs
 from webhook.admission.metrics import CONTENT_TYPE, Metrics
@@ -79,37 +78,16 @@ def _admit(endpoint: str) -> tuple[Response, int]:
     started = time.perf_counter()
     state = _state()
     try:
-        body = request.get_data(cache=False)
-    except (OSError, ClientDisconnected):  # the client stalled mid-body past the I/O timeout, or went away
-        return _refuse(
-            state,
-            endpoint,
-            started,
-            code=408,
-            reason="RequestTimeout",
-            message="the request body did not arrive in full",
-        )
-    try:
-        review = parse_review(body, request.content_type)
+        review = parse_review(request.get_data(cache=False), request.content_type)
         decision = _decide(state, review, endpoint)
     except ReviewError as error:
-        return _refuse(state, endpoint, started, code=400, reason="BadRequest", message=str(error))
+        state.metrics.requests.labels(endpoint, "", "", "invalid").inc()
+        state.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+        log.info("bad admission request", extra=logs.fields({logs.ENDPOINT: endpoint, logs.ERROR: str(error)}))
+        return jsonify(render_error(400, "BadRequest", str(error))), 400
     elapsed = time.perf_counter() - started
     _record(state.metrics, endpoint, review, decision, elapsed)
     return jsonify(render_response(review, decision, mutating=endpoint == MUTATE)), 200
-
-
-def _refuse(
-    state: State, endpoint: str, started: float, *, code: int, reason: str, message: str
-) -> tuple[Response, int]:
-    """Count, time and log a request that cannot be read; answer it with a ``metav1.Status`` of ``code``."""
-    state.metrics.requests.labels(endpoint, "", "", "invalid").inc()
-    state.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
-    log.info("bad admission request", extra=logs.fields({logs.ENDPOINT: endpoint, logs.ERROR: message}))
-    answer = jsonify(render_error(code, reason, message))
-    if code == 408:
-        answer.headers["Connection"] = "close"
-    return answer, code
 
 
 def _decide(state: State, review: Review, endpoint: str) -> Decision:

@@ -11,10 +11,8 @@ Bounds (gunicorn's own, plus one here):
 
 - at most ``max_connections`` connections per worker (gunicorn's ``worker_connections``); past it the worker
   stops accepting until one closes, and the kernel's listen backlog queues the rest;
-- a new connection waits in the poller, holding no thread, until it sends something, and again after its TLS
-  handshake until its first request arrives; it is closed after ``keepalive_s`` silent (gunicorn's pending
-  connections, which gunicorn itself parks only after 5 s in a thread); a kept-alive one is closed after
-  ``keepalive_s`` idle;
+- a new connection that sends nothing is parked in the poller after 5 s and closed after ``keepalive_s``
+  (gunicorn's pending connections); a kept-alive one is closed after ``keepalive_s`` idle;
 - here: every blocking read and write of a connection, the TLS handshake included, times out after
   ``io_timeout_s`` of silence (``timed`` socket classes), so a client that stalls inside a handshake, a header
   or a body frees its thread. gunicorn would wait forever there (it makes the socket blocking without a
@@ -27,13 +25,11 @@ ones, refreshed every second by the worker's loop.
 from __future__ import annotations
 
 import errno
-import select
 import socket
 import ssl
 from typing import Any, TypeVar
 
-from gunicorn.workers.gthread import _DEFER as DEFER  # finish_request's "wait in the poller"
-from gunicorn.workers.gthread import TConn, ThreadWorker
+from gunicorn.workers.gthread import ThreadWorker
 
 from webhook.admission.metrics import Metrics
 
@@ -78,40 +74,16 @@ def timed(base: type[S], seconds: float, metrics: Metrics) -> type[S]:
 
 
 def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker]:
-    """gunicorn's ``ThreadWorker`` whose connections wait in the poller, not in a thread, until they have something
-    to read, time out after ``io_timeout_s`` without progress, and report their counts to ``metrics`` (see the module
-    docstring)."""
+    """gunicorn's ``ThreadWorker`` whose connections time out after ``io_timeout_s`` without progress and whose
+    connection counts go to ``metrics`` (see the module docstring)."""
     raw_class = timed(socket.socket, io_timeout_s, metrics)
     tls_class = timed(ssl.SSLSocket, io_timeout_s, metrics)
 
     class AdmissionWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints
-        def accept(self, listener: socket.socket) -> None:
-            """gunicorn's ``accept``, except that the new connection waits in the poller as a pending one (closed
-            after ``keepalive`` silent) instead of holding a thread for its first bytes."""
-            try:
-                client, address = listener.accept()
-            except OSError as error:
-                if error.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
-                    raise
-                return
-            self.nr_conns += 1
-            conn = TConn(self.cfg, client, address, listener.getsockname())
-            conn.sock.__class__ = raw_class  # same layout: only methods change
-            self.finish_request(conn, _Deferred())
-
-        def handle(self, conn: Any) -> Any:
-            """Complete a new connection's TLS handshake, then, if no request has arrived yet, put it back in the
-            poller (a handshaken but silent client holds no thread); else gunicorn's ``handle``."""
-            if self.cfg.is_ssl and not conn.initialized:
-                try:
-                    conn.sock.setblocking(True)
-                    conn.init()
-                except OSError:  # ssl.SSLError too: a failed, reset or stalled handshake closes the connection
-                    return False
-                if not _readable(conn.sock):
-                    conn.data_ready = False
-                    return DEFER
-            return super().handle(conn)
+        def enqueue_req(self, conn: Any) -> None:
+            if not conn.initialized and type(conn.sock) is socket.socket:
+                conn.sock.__class__ = raw_class  # same layout: only methods change
+            super().enqueue_req(conn)
 
         def init_process(self) -> None:
             context = self.cfg.ssl_context
@@ -130,20 +102,3 @@ def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker
             metrics.connections.labels("idle").set(len(self.keepalived_conns) + len(self.pending_conns))
 
     return AdmissionWorker
-
-
-class _Deferred:
-    """A finished future whose result is gunicorn's "wait in the poller" answer (``finish_request``)."""
-
-    def cancelled(self) -> bool:
-        return False
-
-    def result(self) -> object:
-        return DEFER
-
-
-def _readable(connection: socket.socket) -> bool:
-    """True if ``connection`` has bytes to read now (decrypted ones buffered, or more on the socket)."""
-    if isinstance(connection, ssl.SSLSocket) and connection.pending():
-        return True
-    return bool(select.select([connection], [], [], 0)[0])

@@ -105,12 +105,6 @@ class Budget:
         """True once the cost spent is past the limit."""
         return self.limit is not None and self.spent > self.limit
 
-    @property
-    def cancelled(self) -> bool:
-        """True once the request's deadline has been found passed: the evaluation is abandoned, and only has to
-        end (cel-cpp cannot be stopped mid-evaluation, so its library calls return at once from then on)."""
-        return self.deadline is not None and self.deadline.expired
-
     def charge(self, amount: int) -> None:
         """Add ``amount`` (≥ 0) to the cost spent; raises ``CostLimitExceeded`` past the limit and
         ``DeadlineExceeded`` past the request's deadline."""

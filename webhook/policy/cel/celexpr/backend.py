@@ -192,9 +192,6 @@ class CelExprBackend:
         def read(name: str) -> object:
             if name in converted:
                 return converted[name]
-            budget = BUDGET.get()
-            if budget is not None and budget.cancelled:  # abandoned, as in LibraryCall
-                return None
             value = variables.get(name, _MISSING)
             if value is _MISSING:
                 raise CelEvaluationError(f"no such key: {name}")
