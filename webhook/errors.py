@@ -20,10 +20,6 @@
     ├── GitError                     a git command or a forge call failed
     └── ClusterError                 the Kubernetes API could not be reached or refused
 
-Outside the tree, on purpose a ``BaseException`` so that no ``except Exception`` (CEL error absorption, a
-library's catch-all) can swallow it: ``DeadlineExceeded``, the request deadline passed during an evaluation; the
-webhook answers it with its 504 refusal.
-
 Front ends map the tree to outcomes: an ``InputError`` is the caller's fault (exit 2, HTTP 400),
 a ``ResolutionError`` is a negative answer (exit 1), anything else is an operational failure.
 Messages are deterministic (sorted names, no addresses, no timestamps) so tests assert whole strings.
@@ -109,9 +105,3 @@ class GitError(UpgradeGateError):
 
 class ClusterError(UpgradeGateError):
     """The Kubernetes API server could not be reached or refused a call."""
-
-
-class DeadlineExceeded(BaseException):
-    """The admission request's deadline passed while its policies were evaluated (``webhook.policy.cel.cost``).
-
-    The message is ``no decision within <seconds>s``."""

@@ -27,11 +27,11 @@ from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from webhook import logs
+from webhook.admission.deadline import DeadlineExceeded, deadline
 from webhook.admission.metrics import CONTENT_TYPE, Metrics
 from webhook.admission.review import Decision, Refusal, Review, parse_review, render_error, render_response
 from webhook.admission.runtime import PolicyRuntime
-from webhook.errors import DeadlineExceeded, ReviewError
-from webhook.policy.cel.cost import deadline
+from webhook.errors import ReviewError
 from webhook.settings import ServeSettings
 
 log = logging.getLogger(__name__)

@@ -173,7 +173,7 @@ class PolicyRuntime:
         except InputError as error:
             self.error = str(error)
             log.error(
-                "policy set not loaded; the previous set keeps serving" if self.snapshot else "policy set not loaded",
+                "policy set not loaded; the previous set keeps serving",
                 extra=logs.fields({logs.PATH: str(self.policies_path), logs.ERROR: self.error}),
             )
             if self.metrics:

@@ -13,10 +13,8 @@ a per-activation function that ``variables.<name>`` compiles to (``read_variable
 values or, for a few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording where one is
 known (``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation (``Iteration budget
 exceeded``) and the library calls' cost (``cost.library_call_cost`` against ``Limits.cost_limit``) both end in
-``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The request's
-deadline is checked as each evaluation starts and ends and in every library call (``cost.Budget``): cel-cpp
-turns the ``DeadlineExceeded`` a library call raises into an error value, and ``Budget.settle`` raises it again.
-The parser nests at most 32 levels (its fixed limit, stricter than ours for long operator chains).
+``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The parser nests
+at most 32 levels (its fixed limit, stricter than ours for long operator chains).
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
 from webhook.policy.cel.celpython import values as celpython_values
 from webhook.policy.cel.celpython.check import Signatures, front_end
 from webhook.policy.cel.celpython.standard import STANDARD
-from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
+from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
 
@@ -99,8 +97,7 @@ class CelExprExecutable:
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
         backend = self._backend
-        budget = Budget(self._cost_limit)
-        check_deadline()
+        budget = Budget(self._cost_limit) if self._cost_limit is not None else None
         token = BUDGET.set(budget)
         try:
             result = self._expression.eval(backend.activation(activation))
@@ -110,7 +107,8 @@ class CelExprExecutable:
             raise CelEvaluationError(evaluation_message(str(error))) from None
         finally:
             BUDGET.reset(token)
-            budget.settle()
+        if budget is not None and budget.spent > budget.limit:
+            raise CostLimitExceeded(COST_LIMIT_MESSAGE)
         if result.type() == cel.Type.ERROR:
             raise CelEvaluationError(evaluation_message(str(result.value())))
         return from_expr(result.plain_value())

@@ -1,7 +1,6 @@
 """The cel-python implementation of ``backend.Backend``: parse, check, evaluate with a budget.
 
-Every failure leaves as ``CelCompileError``, ``CelEvaluationError``/``CostLimitExceeded`` or the request's
-``DeadlineExceeded`` (``cost.Budget.settle``, whatever the evaluator caught on the way): cel-python's
+Every failure leaves as ``CelCompileError`` or ``CelEvaluationError``/``CostLimitExceeded``: cel-python's
 ``CELEvalError`` values, ``RecursionError`` and any other Python exception are wrapped (the cel-python notes
 list raw ``ValueError``, ``RecursionError`` and internal syntax errors among what it can raise).
 """
@@ -22,7 +21,7 @@ from webhook.policy.cel.celpython.functions import dispatch_tables
 from webhook.policy.cel.celpython.operators import OPERATORS
 from webhook.policy.cel.celpython.standard import STANDARD, TYPE_VALUES
 from webhook.policy.cel.celpython.tree import Node
-from webhook.policy.cel.cost import Budget, check_deadline
+from webhook.policy.cel.cost import Budget
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
 _ARITHMETIC = ("!_", "-_", "_/_", "_%_")
@@ -51,8 +50,7 @@ class CelPythonExecutable:
         """See ``backend.Executable.evaluate``."""
         backend = self._backend
         scope = Scope({**backend.namespaces, **activation}, backend.functions, backend.methods, TYPE_VALUES)
-        budget = Budget(self._cost_limit)
-        check_deadline()
+        budget = Budget(self._cost_limit) if self._cost_limit is not None else None
         try:
             result = BudgetEvaluator(self._tree, scope, budget, self._literals).evaluate()
         except CELEvalError as error:
@@ -63,8 +61,6 @@ class CelPythonExecutable:
             raise CelEvaluationError("expression nesting is too deep to evaluate") from None
         except Exception as error:  # cel-python internals: never let a raw Python exception escape
             raise CelEvaluationError(f"internal error: {type(error).__name__}: {error}") from None
-        finally:
-            budget.settle()
         found = _nested_error(result)
         if found is not None:
             raise CelEvaluationError(found)
