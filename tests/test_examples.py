@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import yaml
 
 from webhook.gitops.config import load_config, parse_duration
@@ -51,37 +55,72 @@ def _normal(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip("\n").splitlines()]
 
 
-def test_the_offline_walkthrough_runs_as_its_readme_shows(tmp_path: Path) -> None:
+def _run_section(title: str, tmp_path: Path, env: dict[str, str] | None = None) -> None:
+    """Run the bash blocks of the examples README's section ``title`` in one shell, from the repository root,
+    and compare the output of each block followed by a text block with that block."""
     readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Try it offline", 1)[1].split("\n## ", 1)[0]
+    section = readme.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```(bash|text)\n(.*?)```", section, flags=re.DOTALL)
     script = "".join(f"echo @@block\n{code}" for kind, code in blocks if kind == "bash")
     (tmp_path / "gitconfig").write_text("")
-    env = {
+    identity = {f"GIT_{r}_{k}": v for r in ("AUTHOR", "COMMITTER") for k, v in (("NAME", "Rita"), ("EMAIL", "r@x.io"))}
+    environment = {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "HOME": str(tmp_path),
         "TMPDIR": str(tmp_path),
         "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"),
         "GIT_CONFIG_NOSYSTEM": "1",
         "UPGRADE_GATE_CLUSTER": "off",
-        **{
-            f"GIT_{r}_{k}": v
-            for r in ("AUTHOR", "COMMITTER")
-            for k, v in (("NAME", "Rita"), ("EMAIL", "rita@example.com"))
-        },
+        **identity,
+        **(env or {}),
     }
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
-    outputs = done.stdout.split("@@block\n")[1:]
-    shown = [code for index, (kind, code) in enumerate(blocks) if kind == "text" and blocks[index - 1][0] == "bash"]
-    ran = [out for index, out in enumerate(outputs) if _followed_by_text(blocks, index)]
-    assert [_normal(o) for o in ran] == [_normal(s) for s in shown]
+    outputs = iter(done.stdout.split("@@block\n")[1:])
+    ran, shown = [], []
+    for index, (kind, _) in enumerate(blocks):
+        if kind == "bash":
+            output = next(outputs)
+            if index + 1 < len(blocks) and blocks[index + 1][0] == "text":
+                ran.append(_normal(output))
+                shown.append(_normal(blocks[index + 1][1]))
+    assert ran == shown
 
 
-def _followed_by_text(blocks: list[tuple[str, str]], bash_index: int) -> bool:
-    """Whether the ``bash_index``-th bash block is followed by a text block (its expected output)."""
-    positions = [i for i, (kind, _) in enumerate(blocks) if kind == "bash"]
-    after = positions[bash_index] + 1
-    return after < len(blocks) and blocks[after][0] == "text"
+def test_the_offline_walkthrough_runs_as_its_readme_shows(tmp_path: Path) -> None:
+    _run_section("Try it offline", tmp_path)
+
+
+HARNESS = Path(os.environ.get("UPGRADE_GATE_KUBE_HARNESS", ROOT.parent / "shared" / "kube" / "harness.py"))
+
+
+@pytest.fixture(scope="module")
+def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real kube-apiserver with OLM v1's ClusterExtension CRD; its kubeconfig."""
+    if not HARNESS.is_file() or shutil.which("kubectl") is None:
+        pytest.skip(f"needs the kube-apiserver harness ({HARNESS}) and kubectl")
+    run = tmp_path_factory.mktemp("apiserver")
+    started = subprocess.run(
+        [sys.executable, str(HARNESS), "start", str(run)], capture_output=True, text=True, check=True, timeout=120
+    )
+    kubeconfig = str(json.loads(started.stdout)["kubeconfig"])
+    try:
+        crd = HARNESS.parent / "crds" / "olm.operatorframework.io_clusterextensions.yaml"
+        kubectl = ["kubectl", "--kubeconfig", kubeconfig]
+        subprocess.run([*kubectl, "apply", "-f", str(crd)], capture_output=True, check=True)
+        established = ["wait", "--for=condition=Established", "crd/clusterextensions.olm.operatorframework.io"]
+        subprocess.run([*kubectl, *established, "--timeout=60s"], capture_output=True, check=True)
+        yield kubeconfig
+    finally:
+        subprocess.run([sys.executable, str(HARNESS), "stop", str(run)], capture_output=True, check=False)
+
+
+def test_the_api_server_walkthrough_runs_as_its_readme_shows(tmp_path: Path, apiserver: str) -> None:
+    _run_section("Try it against an API server", tmp_path, {"KUBECONFIG": apiserver, "UPGRADE_GATE_CLUSTER": "auto"})

@@ -64,7 +64,7 @@ def sync(
     to false) or removes its one ClusterExtensionRevision, then opens or updates the pull request. With
     `addons`, pinned add-on installVersions move to the newest supported version on <branchPrefix>addon/<name>,
     canary placement first; the others are held until the canaries have run it for the soak. Branches a
-    human committed to, and changes whose pull request was closed unmerged, are left alone.
+    human committed to, and changes whose pull request a person closed unmerged, are left alone.
 
     With --dry-run, the cycle reads the remote and the forge, then prints what it would do and the diff of
     each change, and pushes and writes nothing. With --interval, each cycle prints its time and only the
