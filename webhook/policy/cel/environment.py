@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Mapping
+from typing import cast
 
 from webhook.policy.cel.backend import Backend, Executable, Limits
-from webhook.policy.cel.celpython.backend import CelPythonBackend
+from webhook.policy.cel.celpython.backend import CelPythonBackend, TypeCheck
 from webhook.policy.cel.cost import DEFAULT_COST_LIMIT
 from webhook.policy.cel.libraries import LIBRARY, NAMESPACES
 from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
@@ -30,12 +31,23 @@ def backend_named(name: str) -> Backend:
     first use. Raises ``ValueError`` for another name. CEL values (``to_cel``) of one backend are not values of
     the other: convert a request with the backend that evaluates it (``Backend.to_cel``)."""
     if name == "cel-python":
-        return CelPythonBackend(LIBRARY, NAMESPACES)
+        return CelPythonBackend(LIBRARY, NAMESPACES, _cel_cpp_type_check())
     if name == "cel-expr":
         from webhook.policy.cel.celexpr.backend import CelExprBackend  # noqa: PLC0415 - loads cel-cpp (50 MB)
 
         return CelExprBackend(LIBRARY, NAMESPACES)
     raise ValueError(f"unknown CEL engine {name!r}: expected one of {', '.join(CEL_ENGINES)}")
+
+
+def _cel_cpp_type_check() -> TypeCheck | None:
+    """cel-cpp's type checker for the cel-python backend, or None where cel-expr-python is not installed (it
+    has wheels for glibc Linux, macOS and Windows only): cel-python alone has no type checker, so without it
+    statically ill-typed expressions fail when they run instead of when the policy loads."""
+    try:
+        from webhook.policy.cel.celexpr.backend import CelExprBackend  # noqa: PLC0415 - loads cel-cpp (50 MB)
+    except ImportError:  # pragma: no cover - cel-expr-python is a dependency where it has wheels
+        return None
+    return cast(CelExprBackend, backend_named("cel-expr")).type_check
 
 
 def default_backend() -> Backend:

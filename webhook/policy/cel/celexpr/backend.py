@@ -32,9 +32,11 @@ from webhook.policy.cel.celexpr.functions import BUDGET, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
 from webhook.policy.cel.celpython import values as celpython_values
-from webhook.policy.cel.celpython.check import Signatures, front_end
+from webhook.policy.cel.celpython.check import Signatures, front_end, uses_optionals
 from webhook.policy.cel.celpython.standard import STANDARD
+from webhook.policy.cel.celpython.tree import Node
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget
+from webhook.policy.cel.libraries import optional
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
 
@@ -49,6 +51,20 @@ _MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^No matching overloads found : (.*)$", re.DOTALL), r"found no matching overload for \1"),
     (re.compile(r"^invalid regular expression: (.*)$", re.DOTALL), r"error parsing regexp: \1"),
 )
+#: cel-cpp compile errors that cel-go does not have: its parser's recursion limit (32), ordering between
+#: int, uint and double operands (Kubernetes enables cel-go's CrossTypeNumericComparisons), and ``string(cidr)``
+#: (cel-cpp cannot declare a second library type's conversion, ``functions.declarations``).
+_CEL_CPP_ONLY = (
+    re.compile(r"recursion (limit|depth)"),
+    re.compile(r"no matching overload for 'string' applied to '\(net\.CIDR\)'"),
+    re.compile(r"no matching overload for '_(<|<=|>|>=)_' applied to '\((int|uint|double), (int|uint|double)\)'"),
+)
+_COMPILE_MESSAGES = (
+    (
+        re.compile(r"^expression of type '(.*)' cannot be the operand of a select operation$"),
+        r"type '\1' does not support field selection",
+    ),
+)
 #: Activations kept per thread (each holds its converted variables and temporaries in a cel-cpp arena).
 _CACHED_ACTIVATIONS = 8
 #: The top-level name of the composited variables, and the function that reads one (``read_variables``).
@@ -59,6 +75,10 @@ _VARIABLE_EXTENSION = cel.CelExtension(
     [cel.FunctionDecl(VARIABLE_READER, [cel.Overload(VARIABLE_READER, cel.Type.DYN, [cel.Type.STRING])])],
 )
 _MISSING = object()
+#: cel-cpp's optional types (syntax and library), for the expressions that use them (``uses_optionals``): its
+#: planner turns every ``x.orValue(y)`` into an optional step, which breaks the library optionals of
+#: ``format.named`` and ``<Format>.validate`` (messages, ``types.py``) in the other expressions.
+_OPTIONALS = cel.NewEnvConfigFromYaml("extensions:\n  - name: optional\n")
 
 
 def evaluation_message(text: str) -> str:
@@ -71,14 +91,18 @@ def evaluation_message(text: str) -> str:
 
 
 def compile_message(text: str) -> str:
-    """``<line>:<column>: <message>`` of cel-cpp's first compile error (``1:1:`` when it has no position)."""
+    """``<line>:<column>: <message>`` of cel-cpp's first compile error (``1:1:`` when it has no position), in
+    cel-go's wording where ``_COMPILE_MESSAGES`` knows one."""
     found = _COMPILE_ERROR.search(text)
     if found is None:
         return f"1:1: {_STATUS.sub('', text.strip(), count=1)}"
     line, column, message = found.groups()
     if int(line) < 1:
         line, column = "1", "1"
-    return f"{line}:{column}: {message.strip()}"
+    message = message.strip()
+    for pattern, replacement in _COMPILE_MESSAGES:
+        message = pattern.sub(replacement, message)
+    return f"{line}:{column}: {message}"
 
 
 class CelExprExecutable:
@@ -127,19 +151,21 @@ class CelExprBackend:
     def __init__(self, overloads: Iterable[Overload], namespaces: Iterable[Namespace]) -> None:
         declared = tuple(overloads)
         self.namespaces: dict[str, Namespace] = {namespace.name: namespace for namespace in namespaces}
-        self.signatures = Signatures.of((*declared, *STANDARD))
+        self.signatures = Signatures.of((*declared, *STANDARD, *optional.SYNTAX_OVERLOADS))
         self.types = LibraryTypes(declared)
         self._extension, self._late = extension(declared, self.types, tuple(self.namespaces.values()))
-        self._environments: dict[frozenset[str], Any] = {}
+        self._environments: dict[tuple[frozenset[str], bool], Any] = {}
         self._late_functions: dict[tuple[int, ...], tuple[tuple[Namespace, ...], list[Any]]] = {}
         self._activations = _Activations()
         self._environment(frozenset()).compile("true")  # cel-cpp builds lazily: surface declaration errors now
 
-    def _environment(self, variables: frozenset[str]) -> Any:
-        environment = self._environments.get(variables)
+    def _environment(self, variables: frozenset[str], optionals: bool = False) -> Any:
+        """The cel-cpp environment declaring ``variables``, with cel-cpp's optional library when ``optionals``."""
+        environment = self._environments.get((variables, optionals))
         if environment is None:
-            environment = self._environments[variables] = cel.NewEnv(
+            environment = self._environments[variables, optionals] = cel.NewEnv(
                 self.types.pool,
+                **({"config": _OPTIONALS} if optionals else {}),
                 variables=dict.fromkeys(sorted(variables - {VARIABLES}), cel.Type.DYN),
                 extensions=[self._extension, _VARIABLE_EXTENSION],
             )
@@ -148,13 +174,30 @@ class CelExprBackend:
     def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
         """See ``backend.Backend.compile``. ``variables.<name>`` compiles to a call of the activation's variable
         reader (``read_variables``), so each variable is read, and evaluated, only when an expression needs it."""
-        _, extensions = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
-        text = read_variables(source) if VARIABLES in variables else source
+        tree, extensions = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
+        environment = self._environment(frozenset(variables), uses_optionals(tree))
         try:
-            expression = self._environment(frozenset(variables)).compile(text)
+            expression = environment.compile(read_variables(source) if VARIABLES in variables else source)
         except RuntimeError as error:
-            raise CelCompileError(compile_message(str(error))) from None
+            message = str(error)
+            widened = dyn_operands(source, tree) if any(p.search(message) for p in _CEL_CPP_ONLY[1:]) else source
+            if widened == source:
+                raise CelCompileError(compile_message(message)) from None
+            try:  # cel-go accepts it: retry with the operands cel-cpp refuses made dyn
+                expression = environment.compile(read_variables(widened) if VARIABLES in variables else widened)
+            except RuntimeError:
+                raise CelCompileError(compile_message(message)) from None
         return CelExprExecutable(self, expression, limits.cost_limit, extensions)
+
+    def type_check(self, source: str, variables: Collection[str], limits: Limits) -> None:
+        """Raise the ``CelCompileError`` cel-cpp's type checker reports for ``source``, if cel-go reports it too
+        (not for cel-cpp's own parser limits or its missing cross-type numeric ordering, ``_CEL_CPP_ONLY``).
+        The cel-python backend uses it as the type checker it lacks."""
+        try:
+            self.compile(source, variables, limits)
+        except CelCompileError as error:
+            if not any(pattern.search(str(error)) for pattern in _CEL_CPP_ONLY):
+                raise
 
     def activation(self, values: Mapping[str, object]) -> Any:
         """The ``cel.Activation`` of ``values`` (this backend's CEL values and namespace objects), reused while
@@ -221,6 +264,28 @@ class CelExprBackend:
     def error_value(self, message: str) -> CelEvaluationError:
         """A ``CelEvaluationError``: the variable reader raises it, and cel-cpp makes it an error value."""
         return CelEvaluationError(message)
+
+
+_ORDERING = frozenset({"relation_lt", "relation_le", "relation_gt", "relation_ge"})
+
+
+def dyn_operands(source: str, tree: Node) -> str:
+    """``source`` with the right operand of every ``<``, ``<=``, ``>``, ``>=`` and the argument of every one-argument
+    ``string()`` wrapped in ``dyn()``: what cel-go type-checks (cross-type numeric ordering, ``string(cidr)``)
+    and cel-cpp's checker refuses (``_CEL_CPP_ONLY``); cel-cpp's runtime then evaluates them as cel-go does."""
+    spans: list[tuple[int, int]] = []
+    for node in tree.iter_subtrees():
+        if node.data == "relation" and len(node.children) == 2 and node.children[0].data in _ORDERING:
+            spans.append((node.children[1].meta.start_pos, node.children[1].meta.end_pos))
+        elif node.data == "ident_arg" and str(node.children[0]) == "string" and len(node.children) == 2:
+            arguments = node.children[1]
+            if len(arguments.children) == 1:
+                spans.append((arguments.meta.start_pos, arguments.meta.end_pos))
+    inserts: dict[int, str] = {}
+    for start, end in spans:
+        inserts[start] = inserts.get(start, "") + "dyn("
+        inserts[end] = ")" + inserts.get(end, "")
+    return "".join(inserts.get(i, "") + char for i, char in enumerate(source)) + inserts.get(len(source), "")
 
 
 def read_variables(source: str) -> str:
