@@ -48,14 +48,24 @@ class Apiserver:
 
     def call(self, method: str, path: str, body: Any = None, *, dry_run: bool = False) -> tuple[int, dict[str, Any]]:
         """The HTTP status and JSON body of ``method path``; ``dry_run`` adds ``dryRun=All``."""
+        status, answer, _ = self._send(method, path, body, dry_run=dry_run)
+        return status, answer
+
+    def call_with_warnings(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any], list[str]]:
+        """A dry run of ``method path``: status, JSON body and the ``Warning`` headers."""
+        return self._send(method, path, body, dry_run=True)
+
+    def _send(self, method: str, path: str, body: Any, *, dry_run: bool) -> tuple[int, dict[str, Any], list[str]]:
         url = self.server + path + ("?dryRun=All" if dry_run else "")
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, context=self.context, timeout=30) as response:
-                return int(response.status), json.loads(response.read() or b"{}")
+                warnings = response.headers.get_all("Warning") or []
+                return int(response.status), json.loads(response.read() or b"{}"), warnings
         except urllib.error.HTTPError as error:
-            return int(error.code), json.loads(error.read() or b"{}")
+            warnings = error.headers.get_all("Warning") or []
+            return int(error.code), json.loads(error.read() or b"{}"), warnings
 
     def apply(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """Create ``body`` under the collection ``path``; replace it if it exists."""

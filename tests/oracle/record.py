@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ import yaml
 
 from tests.oracle import decisions
 from tests.oracle.apiserver import ROOT, Apiserver, started
+from tests.oracle.decisions import binding, probe, wait_until_effective
 from webhook.errors import CelError
 from webhook.policy.cel.environment import Environment, backend_named
 
@@ -122,16 +122,6 @@ def fact_policy(name: str, row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def binding(name: str, policy: str, **spec: Any) -> dict[str, Any]:
-    """A ValidatingAdmissionPolicyBinding of ``policy`` with ``Deny`` unless ``spec`` says otherwise."""
-    return {
-        "apiVersion": V1,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {"policyName": policy, "validationActions": ["Deny"], **spec},
-    }
-
-
 def compile_message(answer: Mapping[str, Any]) -> str:
     """The checker's first message in a refused create (``compilation failed: ERROR: <input>:1:3: ...``)."""
     message = str(answer.get("message", ""))
@@ -144,25 +134,6 @@ def denial_text(answer: Mapping[str, Any]) -> str:
     """What follows ``denied request: `` in a denial."""
     message = str(answer.get("message", ""))
     return message.split("denied request: ", 1)[-1]
-
-
-def wait_until_effective(api: Apiserver, label: str) -> None:
-    """Create a policy that denies ConfigMaps labelled ``fact: <label>`` and wait until it does: the policies
-    created before it are then in force too (the apiserver loads them asynchronously)."""
-    api.apply(f"{ADMISSION}/validatingadmissionpolicies", fact_policy(label, {"expression": "1 / 0"}))
-    api.apply(f"{ADMISSION}/validatingadmissionpolicybindings", binding(label, label))
-    for _ in range(120):
-        if probe(api, label)[0] != 201:
-            time.sleep(1)  # slack for policies still being compiled behind it
-            return
-        time.sleep(0.5)
-    raise SystemExit("the apiserver did not put the policies in force within 60 s")
-
-
-def probe(api: Apiserver, label: str) -> tuple[int, dict[str, Any]]:
-    """A dry-run ConfigMap CREATE labelled ``fact: <label>``."""
-    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fact", "labels": {"fact": label}}}
-    return api.call("POST", "/api/v1/namespaces/default/configmaps", configmap, dry_run=True)
 
 
 def record_facts(api: Apiserver, rows: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -18,14 +18,20 @@ from typing import Any
 
 import yaml
 
-from webhook.errors import CelCompileError, CelError, CostLimitExceeded
+from webhook.errors import CelCompileError, CelError, CostLimitExceeded, PolicyLoadError
 from webhook.policy.cel import extension_bindings
 from webhook.policy.cel.environment import Environment, backend_named
 from webhook.policy.cel.semantics import kind
+from webhook.policy.engine import PolicyEngine
+from webhook.policy.loader import load_policy_text
+from webhook.policy.store import InMemoryObjectStore
 from webhook.settings import CEL_ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTS = ROOT / "tests" / "data" / "oracle" / "cel.yaml"
+DECISIONS = ROOT / "tests" / "data" / "oracle" / "decisions.yaml"
+DECISION_CASES = ROOT / "tests" / "data" / "oracle" / "decision_cases.yaml"
+DECISION_DIFFERENCES = ROOT / "tests" / "data" / "oracle" / "decision_differences.yaml"
 TABLES = ROOT / "tests" / "data" / "cel"
 NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.UTC)
 _RENDERED_KINDS = frozenset({"int", "uint", "double", "bool", "bytes", "string", "timestamp", "duration"})
@@ -121,8 +127,74 @@ def agreement(engine: str, fact: dict[str, Any]) -> tuple[bool, str]:
     return agrees, f"apiserver {apiserver}; {engine} {ours}"
 
 
+@cache
+def decisions() -> list[dict[str, Any]]:
+    """The recorded decisions (requests and refused cases), in recording order."""
+    return list(yaml.safe_load(DECISIONS.read_text("utf-8")))
+
+
+@cache
+def decision_cases() -> dict[str, dict[str, Any]]:
+    """The cases of decision_cases.yaml by ``why``."""
+    return {case["why"]: case for case in yaml.safe_load(DECISION_CASES.read_text("utf-8"))["cases"]}
+
+
+def known_decision_differences() -> dict[tuple[str, str, str], str]:
+    """(case, request, engine) -> cause, from decision_differences.yaml."""
+    if not DECISION_DIFFERENCES.exists():
+        return {}
+    return {
+        (row["case"], row["why"], engine): entry["cause"]
+        for entry in yaml.safe_load(DECISION_DIFFERENCES.read_text("utf-8"))
+        for row in entry["rows"]
+        for engine in entry["engines"]
+    }
+
+
+def decision_outcome(engine: str, entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(ours, the apiserver's) for a recorded entry, in the same terms: ``refused`` (which policy documents do
+    not load), or ``allowed`` with ``code``/``message`` when denied and ``warnings``."""
+    case = decision_cases()[entry["case"]]
+    if "refused" in entry:
+        refused = sorted(document["metadata"]["name"] for document in case["policies"] if not _loads(document, engine))
+        recorded = sorted(message.split('"')[1] for message in entry["refused"])
+        return {"refused": refused}, {"refused": recorded}
+    policies = load_policy_text(yaml.safe_dump_all(case["policies"]), file=case["why"], engine=engine)
+    store = InMemoryObjectStore([*case.get("objects", ()), *policies.params])
+    decision = PolicyEngine(policies, store).validate(entry["request"], entry.get("namespaceObject"))
+    ours: dict[str, Any] = {"allowed": decision.allowed}
+    if not decision.allowed:
+        ours.update(code=decision.code, message=decision.message)
+    if decision.warnings:
+        ours["warnings"] = list(decision.warnings)
+    recorded = entry["apiserver"]
+    theirs: dict[str, Any] = {"allowed": recorded["allowed"]}
+    if not recorded["allowed"]:
+        theirs.update(code=recorded["status"], message=recorded["message"])
+    if recorded.get("warnings"):
+        theirs["warnings"] = recorded["warnings"]
+    return ours, theirs
+
+
+def _loads(document: dict[str, Any], engine: str) -> bool:
+    try:
+        load_policy_text(yaml.safe_dump(document), engine=engine)
+    except PolicyLoadError:
+        return False
+    return True
+
+
 def main() -> None:
-    """Print the agreement of each engine with the recorded facts, and each disagreement."""
+    """Print the agreement of each engine with the recorded facts and decisions, and each disagreement."""
+    for engine in CEL_ENGINES:
+        misses = []
+        for entry in decisions():
+            ours, theirs = decision_outcome(engine, entry)
+            if ours != theirs:
+                misses.append(f"  {entry['case']}: {entry['why']}: apiserver {theirs}; {engine} {ours}")
+        total = len(decisions())
+        print(f"{engine}: {total - len(misses)}/{total} decisions ({100 * (total - len(misses)) / total:.1f} %) agree")
+        print("\n".join(misses))
     for engine in CEL_ENGINES:
         misses = []
         for fact_id, fact in facts().items():

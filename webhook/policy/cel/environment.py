@@ -58,14 +58,16 @@ def default_backend() -> Backend:
 class Program:
     """A compiled expression. ``evaluate`` may be called concurrently from several threads.
 
-    ``expression``: the source text; ``extensions``: the non-portable extension functions it calls.
+    ``expression``: the source text; ``extensions``: the non-portable extension functions it calls;
+    ``result_type``: the checked type of its result (``None`` where no type checker ran).
     """
 
-    __slots__ = ("_executable", "expression", "extensions")
+    __slots__ = ("_executable", "expression", "extensions", "result_type")
 
     def __init__(self, expression: str, executable: Executable) -> None:
         self.expression = expression
         self.extensions = executable.extensions
+        self.result_type = executable.result_type
         self._executable = executable
 
     def evaluate(self, activation: Mapping[str, object]) -> object:

@@ -108,7 +108,7 @@ def compile_message(text: str) -> str:
 class CelExprExecutable:
     """A checked cel-cpp expression; evaluations share nothing mutable across threads."""
 
-    __slots__ = ("_backend", "_cost_limit", "_expression", "extensions")
+    __slots__ = ("_backend", "_cost_limit", "_expression", "extensions", "result_type")
 
     def __init__(
         self, backend: CelExprBackend, expression: Any, cost_limit: int | None, extensions: frozenset[str]
@@ -117,6 +117,7 @@ class CelExprExecutable:
         self._expression = expression
         self._cost_limit = cost_limit
         self.extensions = extensions
+        self.result_type: str | None = type_text(str(expression.return_type()))
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
@@ -189,15 +190,16 @@ class CelExprBackend:
                 raise CelCompileError(compile_message(message)) from None
         return CelExprExecutable(self, expression, limits.cost_limit, extensions)
 
-    def type_check(self, source: str, variables: Collection[str], limits: Limits) -> None:
-        """Raise the ``CelCompileError`` cel-cpp's type checker reports for ``source``, if cel-go reports it too
-        (not for cel-cpp's own parser limits or its missing cross-type numeric ordering, ``_CEL_CPP_ONLY``).
-        The cel-python backend uses it as the type checker it lacks."""
+    def type_check(self, source: str, variables: Collection[str], limits: Limits) -> str | None:
+        """The result type cel-cpp's type checker gives ``source`` (``type_text``), or the ``CelCompileError``
+        it reports if cel-go reports it too (none for cel-cpp's own parser limits, ``_CEL_CPP_ONLY``: the type is
+        then unknown, ``None``). The cel-python backend uses it as the type checker it lacks."""
         try:
-            self.compile(source, variables, limits)
+            return self.compile(source, variables, limits).result_type
         except CelCompileError as error:
             if not any(pattern.search(str(error)) for pattern in _CEL_CPP_ONLY):
                 raise
+            return None
 
     def activation(self, values: Mapping[str, object]) -> Any:
         """The ``cel.Activation`` of ``values`` (this backend's CEL values and namespace objects), reused while
@@ -267,6 +269,15 @@ class CelExprBackend:
 
 
 _ORDERING = frozenset({"relation_lt", "relation_le", "relation_gt", "relation_ge"})
+_CEL_CPP_TYPE_NAMES = {"NULL": "null_type", "NULL_TYPE": "null_type"}
+
+
+def type_text(name: str) -> str:
+    """cel-go's text of a cel-cpp type name: ``BOOL`` -> ``bool``, ``LIST<DYN>`` -> ``list(dyn)``, ``NULL`` ->
+    ``null_type``; message names as they are."""
+    parts = re.split(r"([<>,]\s*)", name)
+    words = [_CEL_CPP_TYPE_NAMES.get(part, part.lower() if part.isupper() else part) for part in parts]
+    return "".join(words).replace("<", "(").replace(">", ")")
 
 
 def dyn_operands(source: str, tree: Node) -> str:

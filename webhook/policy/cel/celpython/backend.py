@@ -27,8 +27,9 @@ from webhook.policy.cel.libraries import net, optional, quantity, semver, urls
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
 _ARITHMETIC = ("!_", "-_", "_/_", "_%_")
-#: A type checker: raises ``CelCompileError`` for ``(source, declared variables, limits)``.
-TypeCheck = Callable[[str, Collection[str], Limits], None]
+#: A type checker: the result type of ``(source, declared variables, limits)`` (``None``: unknown); raises
+#: ``CelCompileError``.
+TypeCheck = Callable[[str, Collection[str], Limits], "str | None"]
 # cel-python's texts for errors cel-go words differently.
 _MESSAGES = {
     "return error for overflow": "integer overflow",
@@ -52,16 +53,22 @@ _TYPES = _library_types()
 class CelPythonExecutable:
     """A checked parse tree with the function tables; evaluations share nothing mutable."""
 
-    __slots__ = ("_backend", "_cost_limit", "_literals", "_tree", "extensions")
+    __slots__ = ("_backend", "_cost_limit", "_literals", "_tree", "extensions", "result_type")
 
     def __init__(
-        self, backend: CelPythonBackend, tree: Node, cost_limit: int | None, extensions: frozenset[str]
+        self,
+        backend: CelPythonBackend,
+        tree: Node,
+        cost_limit: int | None,
+        extensions: frozenset[str],
+        result_type: str | None = None,
     ) -> None:
         self._backend = backend
         self._tree = tree
         self._literals = literal_values(tree)
         self._cost_limit = cost_limit
         self.extensions = extensions
+        self.result_type = result_type
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
@@ -132,9 +139,8 @@ class CelPythonBackend:
     def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelPythonExecutable:
         """See ``backend.Backend.compile``."""
         tree, extensions = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
-        if self._type_check is not None:
-            self._type_check(source, variables, limits)
-        return CelPythonExecutable(self, tree, limits.cost_limit, extensions)
+        result_type = self._type_check(source, variables, limits) if self._type_check is not None else None
+        return CelPythonExecutable(self, tree, limits.cost_limit, extensions, result_type)
 
     def to_cel(self, value: object) -> object:
         """See ``values.to_cel``."""
