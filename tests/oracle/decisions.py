@@ -4,7 +4,8 @@ For each case, one after the other: its ``objects`` are created; each request's 
 the apiserver before any policy exists (a dry run gives the object as admission sees it: defaulted, with its
 uid; UPDATE and DELETE read the stored old object); the case's policies and bindings are created and put in
 force (``wait_until_effective``); each request is sent as a dry run and its answer kept (HTTP status, the
-message after ``denied request:``'s resource prefix, the warnings); the policies are removed again
+message after ``denied request:``'s resource prefix, the warnings, and the admitted object without its
+``VOLATILE_METADATA``: for MutatingAdmissionPolicies the mutated object); the policies are removed again
 (``wait_until_removed``). The recording holds, per request, the AdmissionReview ``request`` and Namespace the
 engine needs to replay it offline (tests/oracle/test_decisions.py); a case whose policies the apiserver refuses
 to create is recorded as ``refused`` with the apiserver's messages, and its requests are not sent.
@@ -266,6 +267,8 @@ def send(api: Apiserver, step: Mapping[str, Any], request: Mapping[str, Any]) ->
     else:
         status, answer, warnings = api.call_with_warnings("POST", collection(step["object"]), step["object"])
     found: dict[str, Any] = {"status": status, "allowed": status < 300}
+    if status < 300 and request["operation"] != "DELETE":
+        found["object"] = stable(answer)
     if status >= 300:
         found["message"] = re.sub(r'^\S+ "[^"]*" is forbidden: ', "", str(answer.get("message", "")))
     parsed = [_WARNING.sub(r"\1", warning).replace('\\"', '"') for warning in warnings]
@@ -289,11 +292,16 @@ def record(api: Apiserver) -> list[dict[str, Any]]:
         inputs = [admission_input(api, step, user) for step in case.get("requests", ())]
         refusals = []
         for document in case["policies"]:
-            status, answer = api.apply(f"{ADMISSION}/{_plural(document)}", document)
+            status, answer = api.apply(_policies_path(document), document)
             if status >= 300:
                 refusals.append(str(answer.get("message", "")))
         label = f"case-{number}"
-        wait_until_effective(api, label)
+        if mutating(case):
+            for document in map_sentinel(label):
+                api.apply(_policies_path(document), document)
+            wait_for_mutation(api, label, present=True)
+        else:
+            wait_until_effective(api, label)
         if refusals:
             recorded.append({"case": case["why"], "why": "the policy is refused", "refused": refusals})
         for step, (request, _) in zip(case.get("requests", ()) if not refusals else (), inputs, strict=False):
@@ -309,12 +317,66 @@ def record(api: Apiserver) -> list[dict[str, Any]]:
                 }
             )
         for document in reversed(case["policies"]):
-            api.call("DELETE", f"{ADMISSION}/{_plural(document)}/{document['metadata']['name']}")
-        wait_until_removed(api, label)
+            api.call("DELETE", f"{_policies_path(document)}/{document['metadata']['name']}")
+        if mutating(case):
+            for document in reversed(map_sentinel(label)):
+                api.call("DELETE", f"{_policies_path(document)}/{label}")
+            wait_for_mutation(api, label, present=False)
+        else:
+            wait_until_removed(api, label)
     return recorded
 
 
-def _plural(document: Mapping[str, Any]) -> str:
-    if document["kind"] == "ValidatingAdmissionPolicy":
-        return "validatingadmissionpolicies"
-    return "validatingadmissionpolicybindings"
+_PLURALS = {
+    "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+    "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+    "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
+    "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings",
+}
+#: Metadata that differs between two dry runs of one request.
+VOLATILE_METADATA = ("uid", "creationTimestamp", "managedFields", "resourceVersion", "generation")
+
+
+def _policies_path(document: Mapping[str, Any]) -> str:
+    """The collection of a policy or binding document (MutatingAdmissionPolicy is v1alpha1 in 1.32)."""
+    return f"/apis/{document['apiVersion']}/{_PLURALS[document['kind']]}"
+
+
+def stable(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` without ``VOLATILE_METADATA``."""
+    metadata = {key: value for key, value in obj.get("metadata", {}).items() if key not in VOLATILE_METADATA}
+    return {**obj, "metadata": metadata}
+
+
+def mutating(case: Mapping[str, Any]) -> bool:
+    """True for a case of MutatingAdmissionPolicies."""
+    return any(document["kind"].startswith("Mutating") for document in case["policies"])
+
+
+def map_sentinel(label: str) -> list[dict[str, Any]]:
+    """A MutatingAdmissionPolicy and binding that label the ``probe`` of ``label`` ``mutated: <label>``."""
+    version = "admissionregistration.k8s.io/v1alpha1"
+    patch = f'[JSONPatch{{op: "add", path: "/metadata/labels/mutated", value: "{label}"}}]'
+    policy = {
+        "apiVersion": version,
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": label},
+        "spec": {
+            "reinvocationPolicy": "Never",
+            "matchConstraints": sentinel(label)["spec"]["matchConstraints"],
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": patch}}],
+        },
+    }
+    bound = {"apiVersion": version, "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": label}}
+    return [policy, {**bound, "spec": {"policyName": label}}]
+
+
+def wait_for_mutation(api: Apiserver, label: str, *, present: bool) -> None:
+    """Wait until the MutatingAdmissionPolicy sentinel ``label`` labels the probe (``present``) or no longer does."""
+    for _ in range(120):
+        labels = probe(api, label)[1].get("metadata", {}).get("labels", {})
+        if ("mutated" in labels) == present:
+            time.sleep(0.5)
+            return
+        time.sleep(0.25)
+    raise SystemExit(f"the apiserver did not apply the mutating policy change of {label} within 30 s")

@@ -16,8 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import yaml
 
+from tests.oracle.decisions import mutating, stable
 from webhook.errors import CelCompileError, CelError, CostLimitExceeded, PolicyLoadError
 from webhook.policy.cel import extension_bindings
 from webhook.policy.cel.environment import Environment, backend_named
@@ -161,13 +163,20 @@ def decision_outcome(engine: str, entry: dict[str, Any]) -> tuple[dict[str, Any]
         return {"refused": refused}, {"refused": recorded}
     policies = load_policy_text(yaml.safe_dump_all(case["policies"]), file=case["why"], engine=engine)
     store = InMemoryObjectStore([*case.get("objects", ()), *policies.params])
+    recorded = entry["apiserver"]
+    if mutating(case):
+        decision = PolicyEngine(policies, store).mutate(entry["request"], entry.get("namespaceObject"))
+        patched = jsonpatch.apply_patch(entry["request"]["object"], list(decision.patch))
+        return {"allowed": decision.allowed, "object": stable(patched)}, {
+            "allowed": recorded["allowed"],
+            "object": recorded.get("object"),
+        }
     decision = PolicyEngine(policies, store).validate(entry["request"], entry.get("namespaceObject"))
     ours: dict[str, Any] = {"allowed": decision.allowed}
     if not decision.allowed:
         ours.update(code=decision.code, message=decision.message)
     if decision.warnings:
         ours["warnings"] = list(decision.warnings)
-    recorded = entry["apiserver"]
     theirs: dict[str, Any] = {"allowed": recorded["allowed"]}
     if not recorded["allowed"]:
         theirs.update(code=recorded["status"], message=recorded["message"])

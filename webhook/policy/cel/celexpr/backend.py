@@ -14,20 +14,26 @@ values or, for a few, as ``RuntimeError``; both become ``CelEvaluationError`` wi
 known (``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation (``Iteration budget
 exceeded``) and the library calls' cost (``cost.library_call_cost`` against ``Limits.cost_limit``) both end in
 ``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The parser nests
-at most 32 levels (its fixed limit, stricter than ours for long operator chains).
+at most 32 levels (its fixed limit; cel-go's, and ours, is 250): a deeper expression is compiled and evaluated by
+the fallback backend, cel-python (``FallbackExecutable``). Where cel-cpp's checker refuses what cel-go accepts
+(ordering between int, uint and double; ``string(cidr)``), the operands are made ``dyn`` and compiled again
+(``dyn_operands``).
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 import threading
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from cel_expr_python import cel
+from celpy import celtypes
+from google.protobuf import duration_pb2, timestamp_pb2
 
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
-from webhook.policy.cel.backend import Limits
+from webhook.policy.cel.backend import Backend, Executable, Limits
 from webhook.policy.cel.celexpr.functions import BUDGET, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
@@ -139,6 +145,80 @@ class CelExprExecutable:
         return from_expr(result.plain_value())
 
 
+class FallbackExecutable:
+    """An expression cel-cpp cannot parse, compiled by the fallback backend (cel-python): cel-cpp's parser nests
+    at most 32 levels (``Exceeded max recursion depth of 32``) where cel-go's, and the apiserver's, allows 250.
+    Each evaluation converts the activation to the fallback's values and the result back; ``fallback`` names
+    the engine, for ``policy lint``."""
+
+    __slots__ = ("_backend", "_executable", "extensions", "fallback", "result_type")
+
+    def __init__(self, backend: CelExprBackend, executable: Executable, fallback: str) -> None:
+        self._backend = backend
+        self._executable = executable
+        self.extensions = executable.extensions
+        self.result_type = executable.result_type
+        self.fallback = fallback
+
+    def evaluate(self, activation: Mapping[str, object]) -> object:
+        """See ``backend.Executable.evaluate``."""
+        backend = self._backend
+        converted = {name: backend.fallback_value(value) for name, value in activation.items()}
+        return to_expr(_plain(self._executable.evaluate(converted)), backend.types)
+
+
+class _FallbackVariables(Mapping[str, object]):
+    """The composited ``variables`` of a cel-expr activation, read lazily as fallback values."""
+
+    def __init__(self, backend: CelExprBackend, variables: Mapping[str, object]) -> None:
+        self._backend, self._variables = backend, variables
+
+    def __getitem__(self, name: str) -> object:
+        value = self._variables[name]
+        return self._backend.fallback_value(value)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._variables)
+
+    def __len__(self) -> int:
+        return len(self._variables)
+
+
+def _plain(value: object) -> object:
+    """A cel-python result as plain Python (``celtypes`` subclasses as their base types), library values kept."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    return value
+
+
+def _from_messages(value: object, types: LibraryTypes) -> object:
+    """A cel-expr value as plain Python: library messages as library values, Timestamp and Duration messages
+    as ``datetime``/``timedelta``."""
+    if isinstance(value, list):
+        return [_from_messages(item, types) for item in value]
+    if isinstance(value, dict):
+        return {_from_messages(key, types): _from_messages(item, types) for key, item in value.items()}
+    if isinstance(value, timestamp_pb2.Timestamp):
+        return value.ToDatetime(tzinfo=datetime.UTC)
+    if isinstance(value, duration_pb2.Duration):
+        return value.ToTimedelta()
+    return types.decode(value)
+
+
 class _Activations(threading.local):
     """This thread's recent activations: key (names and value identities) -> (values kept alive, activation)."""
 
@@ -149,7 +229,13 @@ class _Activations(threading.local):
 class CelExprBackend:
     """Compiles with the shared front end and cel-cpp, with ``overloads`` registered as cel-cpp functions."""
 
-    def __init__(self, overloads: Iterable[Overload], namespaces: Iterable[Namespace]) -> None:
+    def __init__(
+        self,
+        overloads: Iterable[Overload],
+        namespaces: Iterable[Namespace],
+        fallback: tuple[str, Backend] | None = None,
+    ) -> None:
+        self._fallback = fallback
         declared = tuple(overloads)
         self.namespaces: dict[str, Namespace] = {namespace.name: namespace for namespace in namespaces}
         self.signatures = Signatures.of((*declared, *STANDARD, *optional.SYNTAX_OVERLOADS))
@@ -172,9 +258,30 @@ class CelExprBackend:
             )
         return environment
 
-    def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
+    def compile(self, source: str, variables: Collection[str], limits: Limits) -> Executable:
         """See ``backend.Backend.compile``. ``variables.<name>`` compiles to a call of the activation's variable
-        reader (``read_variables``), so each variable is read, and evaluated, only when an expression needs it."""
+        reader (``read_variables``), so each variable is read, and evaluated, only when an expression needs it.
+        An expression nested deeper than cel-cpp's parser allows (32) is compiled by the fallback backend, if
+        any (``FallbackExecutable``)."""
+        try:
+            return self._compile(source, variables, limits)
+        except CelCompileError as error:
+            if self._fallback is None or not _CEL_CPP_ONLY[0].search(str(error)):
+                raise
+            name, fallback = self._fallback
+            return FallbackExecutable(self, fallback.compile(source, variables, limits), name)
+
+    def fallback_value(self, value: object) -> object:
+        """A value of a cel-expr activation as the fallback backend's value (namespace objects unchanged)."""
+        if isinstance(value, Namespace):
+            return value
+        if isinstance(value, BaseException) and self._fallback is not None:  # a variable's error
+            return self._fallback[1].error_value(str(value))
+        if isinstance(value, Mapping) and not isinstance(value, dict):  # the lazy composited variables
+            return _FallbackVariables(self, value)
+        return celpython_values.normalise(_from_messages(value, self.types))
+
+    def _compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
         tree, extensions = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
         environment = self._environment(frozenset(variables), uses_optionals(tree))
         try:
@@ -195,7 +302,7 @@ class CelExprBackend:
         it reports if cel-go reports it too (none for cel-cpp's own parser limits, ``_CEL_CPP_ONLY``: the type is
         then unknown, ``None``). The cel-python backend uses it as the type checker it lacks."""
         try:
-            return self.compile(source, variables, limits).result_type
+            return self._compile(source, variables, limits).result_type
         except CelCompileError as error:
             if not any(pattern.search(str(error)) for pattern in _CEL_CPP_ONLY):
                 raise

@@ -7,6 +7,7 @@ list raw ``ValueError``, ``RecursionError`` and internal syntax errors among wha
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
@@ -27,6 +28,9 @@ from webhook.policy.cel.libraries import net, optional, quantity, semver, urls
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
 _ARITHMETIC = ("!_", "-_", "_/_", "_%_")
+#: Python's recursion limit while this backend is in use (process-wide; cel-python's own ``Environment`` sets
+#: 2500): the evaluator recurses 3-4 frames per level of the parse tree, up to ``check.MAX_TREE_DEPTH``.
+RECURSION_LIMIT = 6000
 #: A type checker: the result type of ``(source, declared variables, limits)`` (``None``: unknown); raises
 #: ``CelCompileError``.
 TypeCheck = Callable[[str, Collection[str], Limits], "str | None"]
@@ -124,6 +128,7 @@ class CelPythonBackend:
         self, overloads: Iterable[Overload], namespaces: Iterable[Namespace], type_check: TypeCheck | None = None
     ) -> None:
         self._type_check = type_check
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         declared = (*overloads, *STANDARD, *optional.SYNTAX_OVERLOADS)
         namespaces = (*namespaces, optional.NAMESPACE)
         global_table, member_table = dispatch_tables(declared)

@@ -53,9 +53,13 @@ _EQUALITY = {"relation_eq": "_==_", "relation_ne": "_!=_", "relation_in": "@in"}
 #: A type fixed by literals (``_static_type``): ``("int",)``, ``("list", element)``, ``("map", key, value)``;
 #: ``None`` where it depends on data.
 StaticType: TypeAlias = "tuple[Any, ...] | None"
-#: Depth of the collapsed parse tree (``tree.collapse``) the evaluator walks within Python's default
-#: recursion limit of 1000 frames (3-4 frames per node), with room for the caller's own stack.
-MAX_TREE_DEPTH = 150
+#: Depth of the collapsed parse tree (``tree.collapse``) the evaluator walks (3-4 frames per node) within
+#: the recursion limit the cel-python backend sets (``RECURSION_LIMIT``): room for cel-go's 250 levels of
+#: nesting, which take up to 4 tree levels each.
+MAX_TREE_DEPTH = 1100
+#: Binary and unary operator rules: each nests one level, as in cel-go's parser (``&&`` and ``||`` chains are
+#: balanced there, so they do not count).
+_OPERATOR_RULES = frozenset({"relation", "addition", "multiplication", "unary"})
 
 
 @dataclass(frozen=True)
@@ -147,11 +151,13 @@ def check(
         if not isinstance(node, lark.Tree):
             continue
         if nesting > max_nesting:
-            _fail(node, f"expression nesting exceeds the limit of {max_nesting}")
+            _fail(node, f"expression recursion limit exceeded: {max_nesting}")
         if depth > MAX_TREE_DEPTH:
             _fail(node, f"expression nesting exceeds the limit of {MAX_TREE_DEPTH} operations")
         rule = node.data
-        if rule in _NESTING_RULES and (rule != "expr" or len(node.children) > 1):
+        if (rule in _NESTING_RULES and (rule != "expr" or len(node.children) > 1)) or (
+            rule in _OPERATOR_RULES and len(node.children) > 1
+        ):
             nesting += 1
         children: list[tuple[Any, int, int, frozenset[str]]] = [
             (child, nesting, depth + 1, scope) for child in node.children
@@ -357,6 +363,23 @@ def _check_homogeneous(node: Node) -> None:
         if len(kinds) > 1:
             first, *others = sorted(kinds)
             _fail(node, f"expected type '{first}' but found '{others[0]}'")
+        if kinds and any(_is_data(element) for element in group):
+            _fail(node, f"expected type '{kinds.pop()}' but found 'dyn'")
+
+
+#: The variables that are ``dyn`` in the apiserver too (``request`` and ``namespaceObject`` are typed there).
+_DYN_ROOTS = frozenset({"object", "oldObject", "params"})
+
+
+def _is_data(tree: Node) -> bool:
+    """True for a field selection or index on ``object``, ``oldObject`` or ``params``: a ``dyn`` value, which
+    cel-go's homogeneous literal check does not let a literal element of a concrete type sit beside."""
+    node = unwrap(tree)
+    if node.data not in ("member_dot", "member_index"):
+        return False
+    while node.data in ("member_dot", "member_index"):
+        node = unwrap(node.children[0])
+    return identifier(node) in _DYN_ROOTS
 
 
 def _static_kind(tree: Node) -> str:
