@@ -373,10 +373,11 @@ def map_sentinel(label: str) -> list[dict[str, Any]]:
 
 def wait_for_mutation(api: Apiserver, label: str, *, present: bool) -> None:
     """Wait until the MutatingAdmissionPolicy sentinel ``label`` labels the probe (``present``) or no longer does."""
+    answer: dict[str, Any] = {}
     for _ in range(120):
-        labels = probe(api, label)[1].get("metadata", {}).get("labels", {})
-        if ("mutated" in labels) == present:
+        answer = probe(api, label)[1]
+        if ("mutated" in answer.get("metadata", {}).get("labels", {})) == present:
             time.sleep(0.5)
             return
         time.sleep(0.25)
-    raise SystemExit(f"the apiserver did not apply the mutating policy change of {label} within 30 s")
+    raise SystemExit(f"the apiserver did not apply the mutating policy change of {label} within 30 s: {answer}")

@@ -167,7 +167,7 @@ def decision_outcome(engine: str, entry: dict[str, Any]) -> tuple[dict[str, Any]
     if mutating(case):
         decision = PolicyEngine(policies, store).mutate(entry["request"], entry.get("namespaceObject"))
         patched = jsonpatch.apply_patch(entry["request"]["object"], list(decision.patch))
-        return {"allowed": decision.allowed, "object": stable(patched)}, {
+        return {"allowed": decision.allowed, "object": stable(patched) if decision.allowed else None}, {
             "allowed": recorded["allowed"],
             "object": recorded.get("object"),
         }

@@ -1,9 +1,11 @@
-"""Replay of ValidatingAdmissionPolicy decisions recorded from kube-apiserver 1.32 (tests/data/oracle/decisions.yaml).
+"""Replay of admission policy decisions recorded from kube-apiserver 1.32 (tests/data/oracle/decisions.yaml).
 
-Each recorded request runs through ``PolicyEngine.validate`` on both CEL engines with the case's policies and
-objects (params, Namespaces) in the object store; the decision must be the apiserver's: allowed, the HTTP
-code of a denial, its message (``ValidatingAdmissionPolicy '<p>' with binding '<b>' denied request: ...``)
-and the warnings. A case the apiserver refused to create must not load either. Requests listed in
+Each recorded request runs through ``PolicyEngine`` on both CEL engines with the case's policies and objects
+(params, Namespaces) in the object store. ValidatingAdmissionPolicy: the decision must be the apiserver's
+(allowed, the HTTP code of a denial, its message ``ValidatingAdmissionPolicy '<p>' with binding '<b>' denied
+request: ...``, the warnings). MutatingAdmissionPolicy: allowed, and the object the patch makes of the
+request's object must be the object the apiserver admitted (metadata that differs between dry runs aside).
+A case the apiserver refused to create must not load either. Requests listed in
 tests/data/oracle/decision_differences.yaml must still differ.
 """
 
