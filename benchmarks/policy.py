@@ -125,6 +125,7 @@ class Recorder:
 
         class Recorded:
             extensions = getattr(program, "extensions", ())
+            result_type = program.result_type
 
             def evaluate(self, activation: Mapping[str, Any]) -> Any:
                 if recorder.recording:

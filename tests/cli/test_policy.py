@@ -92,7 +92,7 @@ def test_lint_lists_every_file_and_reports_the_broken_one(tmp_path: Path) -> Non
     assert code == 1
     by_file = {Path(r["file"]).name: r for r in json.loads(out)}
     assert by_file["good.yaml"]["policies"] == [
-        {"kind": "ValidatingAdmissionPolicy", "name": "no-latest", "portable": True, "extensions": []}
+        {"kind": "ValidatingAdmissionPolicy", "name": "no-latest", "portable": True, "extensions": [], "fallbacks": []}
     ]
     assert by_file["bad.yaml"]["errors"]
     assert err.startswith(f"{tmp_path / 'bad.yaml'}:8:")

@@ -152,7 +152,10 @@ def _lint_table(reports: list[FileReport]) -> str:
             rows.append((str(report.file), "-", "-", "BROKEN", f"{len(report.errors)} error(s), see below"))
         for item in report.policies:
             portable = "yes" if item.portable else "no"
-            rows.append((str(report.file), item.kind, item.name, portable, ", ".join(item.extensions)))
+            notes = ", ".join(item.extensions)
+            if item.fallbacks:
+                notes += f"{'; ' if notes else ''}{len(item.fallbacks)} expression(s) evaluated by cel-python"
+            rows.append((str(report.file), item.kind, item.name, portable, notes))
     return _table(("FILE", "KIND", "NAME", "PORTABLE", "EXTENSIONS"), rows)
 
 
@@ -161,7 +164,13 @@ def _file_document(report: FileReport) -> dict[str, Any]:
         "file": str(report.file),
         "errors": list(report.errors),
         "policies": [
-            {"kind": p.kind, "name": p.name, "portable": p.portable, "extensions": list(p.extensions)}
+            {
+                "kind": p.kind,
+                "name": p.name,
+                "portable": p.portable,
+                "extensions": list(p.extensions),
+                "fallbacks": list(p.fallbacks),
+            }
             for p in report.policies
         ],
     }

@@ -282,9 +282,8 @@ def _audit_annotations(
         elif error is not None:
             error = f"expression '{text}' resulted in error: {error}"
         if error is not None:
-            if fail:
-                message = f"valueExpression '{text}' resulted in error: {error}"
-                outcome.denials.append(_Denial(policy.name, binding.name, message))
+            if fail:  # the apiserver's text, recorded: no further wrapping (tests/data/oracle/decisions.yaml)
+                outcome.denials.append(_Denial(policy.name, binding.name, error))
             continue
         published = result.strip() if isinstance(result, str) else ""
         if published:

@@ -2,7 +2,9 @@
 
 A policy is portable to in-tree ValidatingAdmissionPolicy / MutatingAdmissionPolicy when none of its
 expressions calls an upgrade-gate extension function (``webhook.policy.cel.EXTENSION_FUNCTIONS``: request
-time, cluster lookups, OLM version ranges); each compiled program says which ones it calls.
+time, cluster lookups, OLM version ranges); each compiled program says which ones it calls. The report also
+names the expressions another CEL engine evaluates (``fallbacks``: on cel-expr, those nested deeper than
+cel-cpp's parser allows run on cel-python).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from webhook.policy.model import Expression, MutatingPolicy, ValidatingPolicy
 
 @dataclass(frozen=True, slots=True)
 class PolicyReport:
-    """One policy: its kind, name, and the extension functions it calls (empty = portable)."""
+    """One policy: its kind, name, the extension functions it calls (empty = portable), and ``fallbacks``:
+    ``<engine>: <expression>`` for each expression an engine other than the set's evaluates."""
 
     kind: str
     name: str
     extensions: tuple[str, ...]
+    fallbacks: tuple[str, ...] = ()
 
     @property
     def portable(self) -> bool:
@@ -64,7 +68,12 @@ def lint(paths: Iterable[str | Path]) -> list[FileReport]:
             FileReport(
                 file,
                 tuple(
-                    PolicyReport(_kind(policy), policy.name, tuple(sorted(set(_extensions(policy)))))
+                    PolicyReport(
+                        _kind(policy),
+                        policy.name,
+                        tuple(sorted(set(_extensions(policy)))),
+                        tuple(_fallbacks(policy)),
+                    )
                     for policy in policies
                 ),
             )
@@ -85,13 +94,27 @@ def _kind(policy: ValidatingPolicy | MutatingPolicy) -> str:
     return MUTATING if isinstance(policy, MutatingPolicy) else VALIDATING
 
 
-def _extensions(value: Any) -> Iterator[str]:
-    """The extension functions called by every expression inside ``value`` (a model dataclass)."""
+def _extensions(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[str]:
+    """The extension functions called by the policy's expressions."""
+    for expression in _expressions(policy):
+        yield from getattr(expression.program, "extensions", ())
+
+
+def _fallbacks(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[str]:
+    """``<engine>: <expression>`` for each of the policy's expressions that another engine evaluates."""
+    for expression in _expressions(policy):
+        engine = getattr(expression.program, "fallback", None)
+        if engine:
+            yield f"{engine}: {expression.text}"
+
+
+def _expressions(value: Any) -> Iterator[Expression]:
+    """Every expression inside ``value`` (a model dataclass, or a tuple or list of them)."""
     if isinstance(value, Expression):
-        yield from getattr(value.program, "extensions", ())
+        yield value
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for item in dataclasses.fields(value):
-            yield from _extensions(getattr(value, item.name))
+            yield from _expressions(getattr(value, item.name))
     elif isinstance(value, tuple | list):
         for item in value:
-            yield from _extensions(item)
+            yield from _expressions(item)

@@ -33,7 +33,10 @@ class Program(Protocol):
 
     ``evaluate`` takes an activation (variable name → CEL value) and returns a CEL value; it raises
     ``webhook.errors.CelEvaluationError`` (or its subclass ``CostLimitExceeded``) and nothing else.
+    ``result_type``: the checked type of the result (``bool``, ``dyn``, ...), ``None`` if unknown.
     """
+
+    result_type: str | None
 
     def evaluate(self, activation: Mapping[str, Any]) -> Any:
         """Evaluate against ``activation``."""

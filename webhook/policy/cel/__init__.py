@@ -2,7 +2,7 @@
 
 Public API::
 
-    Environment(variables, *, cost_limit=1_000_000, max_expression_length=100_000, max_nesting=32)
+    Environment(variables, *, cost_limit=1_000_000, max_expression_length=100_000, max_nesting=250)
         .compile(expression) -> Program                  # CelCompileError
     Program.evaluate(activation) -> CEL value            # CelEvaluationError, CostLimitExceeded
     Program.expression, Program.extensions
