@@ -20,6 +20,7 @@ import jsonpatch
 import yaml
 
 from tests.oracle.decisions import mutating, stable
+from tests.policy.cel.tables import strict
 from webhook.errors import CelCompileError, CelError, CostLimitExceeded, PolicyLoadError
 from webhook.policy.cel import extension_bindings
 from webhook.policy.cel.environment import Environment, backend_named
@@ -100,15 +101,6 @@ def go_float(value: float) -> str:
     sign = exponent[0] if exponent[0] in "+-" else "+"
     digits = exponent.lstrip("+-").rjust(2, "0")
     return f"{mantissa}e{sign}{digits}"
-
-
-def strict(value: Any) -> Any:
-    """``value`` with its Python type at every level, so that ``1 != 1.0 != True``."""
-    if isinstance(value, list):
-        return ("list", [strict(item) for item in value])
-    if isinstance(value, dict):
-        return ("dict", {key: strict(item) for key, item in value.items()})
-    return (type(value).__name__, value)
 
 
 def agreement(engine: str, fact: dict[str, Any]) -> tuple[bool, str]:
