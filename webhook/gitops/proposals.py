@@ -5,7 +5,12 @@ The ClusterExtensionRevision lifecycle, applied to Git (one ClusterExtensionRevi
 * **propose** — an upgrade is due and no revision exists: write ``<revisions>/<ext>-<version>.yaml`` with
   ``approved: false`` and ``availableSince`` now;
 * **update** — an upgrade to another version is due while a revision (in the base branch, or proposed on the
-  branch) names an older one: replace it; new version, new ``availableSince``, ``approved`` reset to false;
+  branch) names an older one: the revision is updated in place; new version, new ``availableSince``,
+  ``approved`` reset to false. A revision of the base branch keeps its file and ``metadata.name`` (the version
+  it first proposed), so applying the change is an UPDATE of the existing object: Argo CD and Flux apply
+  before they prune, and a new object beside the old one would be refused by the one-revision-per-extension
+  rule. Any other revision of the extension in the base branch is removed. A revision only proposed on the
+  branch was never applied: it is replaced by ``<ext>-<version>``;
 * **remove** — a revision exists in the base branch but none is due: the upgrade completed (installed version
   reached), the version is pinned, the installed bundle is the newest, nothing is in range, nothing is
   installed, or the ClusterExtension is gone from the repository;
@@ -22,7 +27,7 @@ Catalog image switches (``webhook.gitops.templates``) and add-on installVersion 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webhook.gitops.manifests import ExtensionEntry, RevisionFile, render_revision, revision_path
@@ -214,7 +219,12 @@ def plan_extension(
     installed = extension.installed
     assert resolution is not None and installed is not None  # a revision is only due for an upgrade
     since = next((r.available_since for r in (*branch, *base) if r.version == proposal.version), context.now)
-    path = revision_path(context.revisions, proposal.name)
+    if base:
+        kept = min(base, key=lambda r: r.file)
+        proposal = replace(proposal, name=kept.name)
+        path = kept.file
+    else:
+        path = revision_path(context.revisions, proposal.name)
     files = [FileChange(r.file, None) for r in base if r.file != path]
     files.append(FileChange(path, render_revision(proposal, since)))
     older = [r.version for r in (*base, *branch) if r.version != proposal.version]
@@ -240,7 +250,7 @@ def plan_extension(
         files=tuple(sorted(files, key=lambda f: f.path)),
         from_version=installed.version,
         to_version=proposal.version,
-        reason=_upgrade_reason(resolution.edge, older),
+        reason=_upgrade_reason(resolution.edge, older, proposal.name if base else None),
         facts=facts,
         revision=proposal,
     )
@@ -329,8 +339,14 @@ def _why_none(check: UpgradeCheck) -> str:
     return f"the installed version {installed.version} is the newest candidate"
 
 
-def _upgrade_reason(edge: Edge, older: Sequence[str]) -> str:
+def _upgrade_reason(edge: Edge, older: Sequence[str], updated: str | None) -> str:
     how = edge.describe()
     if not older:
         return f"Upgrade available: {how}."
-    return f"Newer upgrade available: {how}; replaces the proposal for {', '.join(sorted(set(older)))}."
+    versions = ", ".join(sorted(set(older)))
+    if updated is None:
+        return f"Newer upgrade available: {how}; replaces the proposal for {versions}."
+    return (
+        f"Newer upgrade available: {how}; updates the ClusterExtensionRevision {updated}, which proposed {versions} "
+        "(its approval is reset)."
+    )
