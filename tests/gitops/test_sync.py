@@ -131,7 +131,7 @@ def test_a_newer_upgrade_updates_the_approved_revision_in_place_and_resets_appro
     assert entry(report, "cloudnative-pg")[0] == "updated"
     # The same object, updated: applied by Argo CD or Flux, an UPDATE the one-revision rule admits.
     assert world.files(BRANCH) == [".gitkeep", "cloudnative-pg-1.29.2.yaml"]
-    assert yaml.safe_load(world.show(BRANCH, old))["metadata"]["name"] == "cloudnative-pg-1.29.2"
+    assert yaml.safe_load(world.show(BRANCH, old) or "")["metadata"]["name"] == "cloudnative-pg-1.29.2"
     assert spec(world.show(BRANCH, old)) | {} == {
         "clusterExtensionRef": {"name": "cloudnative-pg"},
         "version": "1.30.0",
