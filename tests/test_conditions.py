@@ -1,4 +1,5 @@
-"""metav1.Condition list helpers (seed 003, apimachinery ``meta``), driven by ``tests/data/addons/conditions.yaml``."""
+"""metav1.Condition list helpers (the condition conventions, apimachinery ``meta``), driven by
+``tests/data/addons/conditions.yaml``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Add-on installVersion proposals through ``run_cycle``: real git remotes, the fake GitHub, a fake hub cluster.
 
-Expectations come from seed 004 ("Canary upgrade": the canary placement gets the new version first, the other
-placements after it ran successfully; "Valid installVersion are listed in ClusterManagementAddOn
-status.supportedVersion"; a rollback is a human's call) and the issue's sync rules (one branch and pull request
-per add-on, idempotent runs, human commits respected, closed pull requests not proposed again, withdrawal).
-The hub (tests/data/gitops/addons/cluster.yaml) holds objects shaped as Open Cluster Management serves them:
-canary-placement decides cluster1, global-placement decides cluster1..3, helloworld supports v1 and v2.
+Expectations come from the add-on installVersion lifecycle ("Canary upgrade": the canary placement gets the new
+version first, the other placements after it ran successfully; "Valid installVersion are listed in
+ClusterManagementAddOn status.supportedVersion"; a rollback is a human's call) and the issue's sync rules (one
+branch and pull request per add-on, idempotent runs, human commits respected, closed pull requests not proposed
+again, withdrawal). The hub (tests/data/gitops/addons/cluster.yaml) holds objects shaped as Open Cluster Management
+serves them: canary-placement decides cluster1, global-placement decides cluster1..3, helloworld supports v1 and v2.
 """
 
 from __future__ import annotations

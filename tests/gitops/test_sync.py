@@ -1,9 +1,9 @@
 """``run_cycle`` on real git repositories (a bare remote and clones), the real catalog and a fake GitHub.
 
-Expectations come from seed 000 (create / update with reset / cleanup, pinned versions), seed 002 (catalog
-image templates) and the issue (one branch per extension, idempotency, human commits, closed pull requests,
-push races, bad input), read off the real catalog: in channel stable-v1 cloudnative-pg.v1.30.0 replaces
-cloudnative-pg.v1.29.2; in channel v5 postgresoperator.v5.8.8 replaces postgresoperator.v5.8.7.
+Expectations come from the ClusterExtensionRevision lifecycle (create / update with reset / cleanup, pinned
+versions), catalog image templates and the sync loop's rules (one branch per extension, idempotency, human commits,
+closed pull requests, push races, bad input), read off the real catalog: in channel stable-v1 cloudnative-pg.v1.30.0
+replaces cloudnative-pg.v1.29.2; in channel v5 postgresoperator.v5.8.8 replaces postgresoperator.v5.8.7.
 """
 
 from __future__ import annotations
