@@ -32,9 +32,9 @@ from typing import Any
 
 from webhook import release
 from webhook.errors import ReleaseError
+from webhook.objects import InMemoryObjectStore
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
-from webhook.policy.store import InMemoryObjectStore
 from webhook.settings import CEL_ENGINES
 
 ROOT = Path(__file__).resolve().parent.parent

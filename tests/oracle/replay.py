@@ -22,12 +22,12 @@ import yaml
 from tests.oracle.decisions import mutating, stable
 from tests.policy.cel.tables import strict
 from webhook.errors import CelCompileError, CelError, CostLimitExceeded, PolicyLoadError
+from webhook.objects import InMemoryObjectStore
 from webhook.policy.cel import extension_bindings
 from webhook.policy.cel.environment import Environment, backend_named
 from webhook.policy.cel.semantics import kind
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_text
-from webhook.policy.store import InMemoryObjectStore
 from webhook.settings import CEL_ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]

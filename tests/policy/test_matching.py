@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.labels import LabelSelector
+from webhook.objects import LabelSelector
 from webhook.policy.matching import Attributes, MatchError, matches
 from webhook.policy.model import MatchResources, Rule
 

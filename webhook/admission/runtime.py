@@ -22,11 +22,11 @@ from webhook.admission.metrics import Metrics
 from webhook.admission.review import Decision
 from webhook.admission.stores import LayeredObjectStore, read_objects
 from webhook.errors import InputError
+from webhook.objects import InMemoryObjectStore, KubeObject, ObjectStore
 from webhook.policy.documents import policy_files
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.policy.model import PolicySet
-from webhook.policy.store import InMemoryObjectStore, KubeObject, ObjectStore
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 log = logging.getLogger(__name__)

@@ -26,20 +26,9 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from webhook import logs
 from webhook.errors import ClusterError
+from webhook.objects import KubeObject, LabelSelector
 
 log = logging.getLogger(__name__)
-
-#: A JSON-shaped object, as ``webhook.policy.store.KubeObject`` (this layer sits below ``policy``).
-KubeObject = Mapping[str, Any]
-
-
-class Selector(Protocol):
-    """A label selector (``webhook.labels.LabelSelector`` has this shape)."""
-
-    def matches(self, labels: Mapping[str, str] | None) -> bool:
-        """True if ``labels`` satisfy the selector."""
-        ...
-
 
 WATCH_TIMEOUT_S = 300
 NOT_SERVED_RECHECK_S = 60
@@ -202,7 +191,7 @@ class WatchCache:
         api_version: str,
         kind: str,
         namespace: str | None = None,
-        selector: Selector | None = None,
+        selector: LabelSelector | None = None,
     ) -> list[KubeObject]:
         """See ``ObjectStore.list``."""
         objects = self._objects.get((api_version, kind), {})

@@ -20,10 +20,10 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.objects import ObjectStore
 from webhook.policy.activation import RequestInputs
 from webhook.policy.matching import MatchError, matches
 from webhook.policy.model import DENY, Binding, ParamKind, ParamRef, Policy
-from webhook.policy.store import ObjectStore
 
 #: (API group, kind) of well-known cluster-scoped kinds that may serve as params.
 CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(

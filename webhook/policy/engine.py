@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
 
+from webhook.objects import ObjectStore
 from webhook.policy import mutation
 from webhook.policy.activation import Activation, RequestInputs, activation, bind_variables, evaluate, match_conditions
 from webhook.policy.cel import extension_bindings
@@ -45,7 +46,6 @@ from webhook.policy.model import (
     ValidatingPolicy,
     Validation,
 )
-from webhook.policy.store import ObjectStore
 
 VALIDATION_FAILURE_ANNOTATION = "validation.policy.admission.k8s.io/validation_failure"
 MAX_MESSAGE_BYTES = 5 * 1024

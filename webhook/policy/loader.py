@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.errors import InputError, PolicyLoadError
-from webhook.labels import LabelSelector
+from webhook.objects import LabelSelector
 from webhook.policy import apivalidation as api
 from webhook.policy import model
 from webhook.policy.documents import Document, MarkedList, MarkedMap, Position, plain, read_paths, read_text

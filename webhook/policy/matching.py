@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.labels import LabelSelector
+from webhook.objects import LabelSelector
 from webhook.policy.model import EQUIVALENT, MatchResources, Rule
 
 

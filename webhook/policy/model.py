@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from webhook.labels import LabelSelector
+from webhook.objects import LabelSelector
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 FAIL = "Fail"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from webhook.catalog import Bundle, Catalog, Deprecation, Package, VersionRelease
 from webhook.errors import InputError, InvalidConstraint, InvalidVersion, ResolutionError
-from webhook.labels import LabelSelector
+from webhook.objects import LabelSelector
 from webhook.resolve.extension import CatalogSource, InstalledBundle
 from webhook.resolve.predicates import InAnyChannel, InVersionRange, Predicate, SuccessorOf, channel_list
 from webhook.resolve.successors import Edge, Successors

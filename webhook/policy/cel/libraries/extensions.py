@@ -35,9 +35,8 @@ import datetime
 from typing import Any
 
 from webhook.errors import CelEvaluationError, InputError
-from webhook.labels import LabelSelector
+from webhook.objects import LabelSelector, ObjectStore
 from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
-from webhook.policy.store import ObjectStore
 from webhook.release import read_release
 from webhook.versions import parse_constraint, parse_version
 from webhook.windows import parse_window

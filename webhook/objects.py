@@ -1,20 +1,28 @@
-"""Kubernetes label selectors (``metav1.LabelSelector``): parse once, match many.
+"""Kubernetes objects as this project handles them: JSON-shaped mappings, label selectors, and object stores.
 
-Follows apimachinery ``metav1.LabelSelectorAsSelector`` and ``labels.Requirement.Matches``:
-``matchLabels`` and ``matchExpressions`` are ANDed; operators ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``;
-``NotIn`` and ``DoesNotExist`` match objects that lack the key. An empty selector (``{}``) matches everything.
-An absent selector (``None``) also matches everything here, because every field this project reads
-(ClusterExtension ``spec.source.catalog.selector``, admission ``namespaceSelector``/``objectSelector`` after
-defaulting) treats an absent selector as "all".
+- ``KubeObject``: an object as the Kubernetes API returns it (a plain mapping).
+- ``LabelSelector`` (``metav1.LabelSelector``), parsed once, matched many times. Follows apimachinery
+  ``metav1.LabelSelectorAsSelector`` and ``labels.Requirement.Matches``: ``matchLabels`` and
+  ``matchExpressions`` are ANDed; operators ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``; ``NotIn`` and
+  ``DoesNotExist`` match objects that lack the key. An empty selector (``{}``) matches everything. An absent
+  selector (``None``) also matches everything here, because every field this project reads (ClusterExtension
+  ``spec.source.catalog.selector``, admission ``namespaceSelector``/``objectSelector`` after defaulting) treats an
+  absent selector as "all".
+- ``ObjectStore``: read-only lookups of cluster objects, injected into the policy engine (never imported by it).
+  ``webhook.kube`` implements it over a watch cache of a real cluster, ``InMemoryObjectStore`` over manifests
+  (tests, ``policy test``, ``serve --objects DIR``, the sync loop's checks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from webhook.errors import InputError
+
+KubeObject = Mapping[str, Any]
+_Key = tuple[str, str, str, str]  # (apiVersion, kind, namespace or "", name)
 
 _OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
@@ -114,3 +122,66 @@ def _requirement(expression: object) -> Requirement:
     if operator in ("Exists", "DoesNotExist") and values:
         raise InputError("values set must be empty for exists and does not exist")
     return Requirement(key, str(operator), frozenset(_label_value(v) for v in values))
+
+
+class ObjectStore(Protocol):
+    """Read-only lookups of cluster objects by apiVersion and kind (``v1``, ``group/version``)."""
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> KubeObject | None:
+        """The object, or ``None`` if there is none. ``namespace=None`` means a cluster-scoped object."""
+        ...
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        selector: LabelSelector | None = None,
+    ) -> list[KubeObject]:
+        """Objects of the kind, in one namespace (or all when ``None``), matching ``selector``.
+
+        Sorted by (namespace, name) so callers are deterministic.
+        """
+        ...
+
+
+class InMemoryObjectStore:
+    """An ``ObjectStore`` over a fixed set of manifests (dicts with apiVersion, kind, metadata.name)."""
+
+    def __init__(self, objects: Iterable[KubeObject] = ()) -> None:
+        self._objects: dict[_Key, KubeObject] = {}
+        for obj in objects:
+            self.add(obj)
+
+    def add(self, obj: KubeObject) -> None:
+        """Insert or replace ``obj``; raises ``ValueError`` if it lacks apiVersion, kind or metadata.name."""
+        metadata = obj.get("metadata") or {}
+        api_version, kind, name = obj.get("apiVersion"), obj.get("kind"), metadata.get("name")
+        if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)):
+            raise ValueError("an object needs apiVersion, kind and metadata.name")
+        self._objects[(api_version, kind, metadata.get("namespace") or "", name)] = obj
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> KubeObject | None:
+        """See ``ObjectStore.get``."""
+        return self._objects.get((api_version, kind, namespace or "", name))
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        selector: LabelSelector | None = None,
+    ) -> list[KubeObject]:
+        """See ``ObjectStore.list``."""
+        found = [
+            (key, obj)
+            for key, obj in self._objects.items()
+            if key[0] == api_version
+            and key[1] == kind
+            and (namespace is None or key[2] == namespace)
+            and (selector is None or selector.matches((obj.get("metadata") or {}).get("labels")))
+        ]
+        return [obj for _, obj in sorted(found, key=lambda item: (item[0][2], item[0][3]))]
+
+    def __len__(self) -> int:
+        return len(self._objects)
