@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from tests.policy.test_engine import engine_for
+from webhook.errors import MutationError
 from webhook.policy.initializers import rewrite_initializers
-from webhook.policy.mutation import MutationError, merge, typed
+from webhook.policy.mutation import merge, typed
 from webhook.settings import CEL_ENGINES
 
 DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "mutation.yaml").read_text("utf-8"))

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from kubernetes.watch.watch import iter_resp_lines
 
 from webhook import logs
-from webhook.errors import ClusterError
+from webhook.errors import ClusterError, Expired, NotServed
 from webhook.objects import KubeObject, LabelSelector
 
 log = logging.getLogger(__name__)
@@ -67,14 +67,6 @@ def policy_resources(namespace: str) -> tuple[Resource, ...]:
         Resource("v1", "Namespace", "namespaces"),
         Resource("v1", "ConfigMap", "configmaps", namespace),
     )
-
-
-class Expired(ClusterError):
-    """The watch's resourceVersion is too old (HTTP 410 Gone): relist."""
-
-
-class NotServed(ClusterError):
-    """The API server does not serve the kind (HTTP 404: its CRD is not installed)."""
 
 
 class Source(Protocol):

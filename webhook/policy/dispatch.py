@@ -20,9 +20,10 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.errors import MatchError, ParamError
 from webhook.objects import ObjectStore
 from webhook.policy.activation import RequestInputs
-from webhook.policy.matching import MatchError, matches
+from webhook.policy.matching import matches
 from webhook.policy.model import DENY, Binding, ParamKind, ParamRef, Policy
 
 #: (API group, kind) of well-known cluster-scoped kinds that may serve as params.
@@ -92,10 +93,6 @@ def invocations(
                 continue
             for param in params:
                 yield Invocation(policy, binding, param)
-
-
-class ParamError(Exception):
-    """The params of a binding cannot be collected; the message is upstream's text."""
 
 
 def collect_params(

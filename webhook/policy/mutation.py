@@ -33,6 +33,7 @@ from typing import Any, cast
 
 import jsonpatch
 
+from webhook.errors import MutationError
 from webhook.policy.activation import Activation, RequestInputs, activation, bind_variables, evaluate, match_conditions
 from webhook.policy.decision import Decision
 from webhook.policy.dispatch import ConfigError, Invocation
@@ -53,10 +54,6 @@ MERGE_KEYS: Mapping[str, tuple[str, ...]] = {
     "hostAliases": ("ip",),
     "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
 }
-
-
-class MutationError(Exception):
-    """A mutation could not be applied; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
