@@ -6,7 +6,7 @@ Builds a Helm release index Secret as helm-operator-plugins stores it (``data.ch
 the release JSON) whose compressed payload is ``--size-kib`` large, made of real File-Based Catalog text (the
 bundled certified-operators catalog) as the release's manifest and chart files. Measured on one core, side by
 side in one run: the floor ("gzip + json": ``gzip.decompress`` and ``json.loads`` of the same bytes),
-``webhook.release.read_release`` on it, ``read_release`` when the bundle is on the Secret's labels (no payload
+``webhook.olm.release.read_release`` on it, ``read_release`` when the bundle is on the Secret's labels (no payload
 decoded), and the whole decision of the policy ``upgrade-gate-upgrade-approval`` (``PolicyEngine.validate`` of
 the AdmissionReview) on each CEL engine. Memory: the peak Python allocation of one decode, and of refusing a gzip
 bomb (1 GiB of zeros, 1 MiB compressed). Goal (the gate issue): under 2 ms per request on one core; the bomb
@@ -30,9 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from webhook import release
 from webhook.errors import ReleaseError
 from webhook.objects import InMemoryObjectStore
+from webhook.olm import release
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.settings import CEL_ENGINES

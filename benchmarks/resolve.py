@@ -25,10 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from webhook.catalog import Catalog, load_catalog
 from webhook.errors import ResolutionError
-from webhook.resolve.extension import CatalogSource, InstalledBundle
-from webhook.resolve.resolver import resolve
+from webhook.olm.catalog import Catalog, load_catalog
+from webhook.olm.resolve.extension import CatalogSource, InstalledBundle
+from webhook.olm.resolve.resolver import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "catalogs" / "certified-operators-v4.22"

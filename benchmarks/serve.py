@@ -4,7 +4,7 @@ CEL engine.
 Usage: python benchmarks/serve.py [--workers 2] [--rate 200] [--duration 10] [--clients 8]
                                   [--cel-engine cel-python|cel-expr] [--json]
 
-For each server, (a) a no-op Flask handler embedded by ``webhook.admission.server.WebhookServer`` exactly as
+For each server, (a) a no-op Flask handler embedded by ``webhook.serve.server.WebhookServer`` exactly as
 ``serve`` does (same TLS contexts, same sync workers) and (b) ``upgrade-gate serve`` on the bundled
 ``policies/`` with tests/data/admission/objects standing in for the cluster, once per CEL engine (or the one
 ``--cel-engine`` names):
@@ -43,9 +43,9 @@ from typing import Any
 import yaml
 from flask import Flask, jsonify, request
 
-from webhook.admission.runtime import PolicyRuntime
-from webhook.admission.server import WebhookServer
-from webhook.admission.tls import ReloadingContext, generate_certificates
+from webhook.serve.runtime import PolicyRuntime
+from webhook.serve.server import WebhookServer
+from webhook.serve.tls import ReloadingContext, generate_certificates
 from webhook.settings import CEL_ENGINES, ServeSettings
 
 ROOT = Path(__file__).resolve().parent.parent

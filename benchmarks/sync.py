@@ -28,8 +28,8 @@ from pathlib import Path
 
 from resolve import generate, pairs, peak_rss_mb
 
-from webhook.catalog import load_catalog
-from webhook.gitops.sync import Report, SyncOptions, run_cycle
+from webhook.olm.catalog import load_catalog
+from webhook.sync.cycle import Report, SyncOptions, run_cycle
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "catalogs" / "certified-operators-v4.22"

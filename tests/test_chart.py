@@ -30,7 +30,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from webhook.kube.cache import policy_resources
+from webhook.io.kube.cache import policy_resources
 from webhook.policy import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import pytest
 from tests import tables
 from webhook.conditions import find_condition, format_duration, format_time, parse_time, remove_condition, set_condition
 from webhook.errors import InputError
-from webhook.gitops.config import parse_duration
+from webhook.sync.config import parse_duration
 
 TABLE = tables.load("addons/conditions.yaml")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from webhook.gitops.config import load_config, parse_duration
+from webhook.sync.config import load_config, parse_duration
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

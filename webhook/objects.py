@@ -9,7 +9,7 @@
   ``spec.source.catalog.selector``, admission ``namespaceSelector``/``objectSelector`` after defaulting) treats an
   absent selector as "all".
 - ``ObjectStore``: read-only lookups of cluster objects, injected into the policy engine (never imported by it).
-  ``webhook.kube`` implements it over a watch cache of a real cluster, ``InMemoryObjectStore`` over manifests
+  ``webhook.io.kube`` implements it over a watch cache of a real cluster, ``InMemoryObjectStore`` over manifests
   (tests, ``policy test``, ``serve --objects DIR``, the sync loop's checks).
 """
 

@@ -1,6 +1,6 @@
 """Approvals reviewed in Git, applied by Argo CD and Flux, against a real kube-apiserver and the chart's webhooks.
 
-The sync loop runs on real git repositories with the real catalog (``tests.gitops.conftest.World``); its pull
+The sync loop runs on real git repositories with the real catalog (``tests.sync.conftest.World``); its pull
 requests are merged, and the revisions directory of the base branch is applied the way each GitOps tool applies
 a repository: every manifest first, then the prune of what left the repository. The appliers run real ``kubectl``
 under the tools' service accounts (impersonated):
@@ -28,7 +28,6 @@ import yaml
 from kubernetes import client
 
 from tests.apiserver import ApiServer, wait_for
-from tests.gitops.conftest import World, gitops_world
 from tests.integration.conftest import Webhook
 from tests.integration.olm import (
     EXTENSIONS,
@@ -39,6 +38,7 @@ from tests.integration.olm import (
     index_secret,
     propose,
 )
+from tests.sync.conftest import World, gitops_world
 
 pytestmark = pytest.mark.skipif(
     shutil.which("kubectl") is None, reason="kubectl is not on PATH (Argo CD and Flux apply as kubectl does)"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from webhook.admission.tls import generate_certificates
 from webhook.cli.common import handle_errors
 from webhook.errors import InputError
+from webhook.serve.tls import generate_certificates
 
 _DNS_NAME = re.compile(
     r"(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*", re.IGNORECASE

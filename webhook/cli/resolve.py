@@ -7,12 +7,13 @@ from typing import Any
 
 import click
 
-from webhook.catalog import Catalog, VersionRelease, load_catalog
 from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
 from webhook.errors import InputError, InvalidVersion, ManifestError
+from webhook.io.catalogd import open_catalog
 from webhook.manifests import load_manifests
-from webhook.resolve.extension import ClusterExtension, InstalledBundle
-from webhook.resolve.revision import UpgradeCheck, check_extension
+from webhook.olm.catalog import Catalog, VersionRelease
+from webhook.olm.resolve.extension import ClusterExtension, InstalledBundle
+from webhook.olm.resolve.revision import UpgradeCheck, check_extension
 
 
 @click.command()
@@ -60,7 +61,7 @@ def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, ou
           --catalog catalogs/certified-operators-v4.22 --installed cloudnative-pg.v1.27.0@1.27.0
     """
     extensions = _extensions(manifest)
-    loaded = [load_catalog(location) for location in catalogs]
+    loaded = [open_catalog(location) for location in catalogs]
     if installed is not None:
         if len(extensions) > 1:
             raise InputError(f"--installed needs one ClusterExtension; {manifest} has {len(extensions)}")

@@ -15,18 +15,18 @@ import click
 from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
 from webhook.conditions import format_time
 from webhook.errors import ClusterError, InputError, UpgradeGateError
-from webhook.gitops.config import parse_duration as config_duration
-from webhook.gitops.repo import Credentials
-from webhook.gitops.sources import ClusterView
-from webhook.gitops.sync import ACTIONS, PROBLEMS, Report, SyncOptions, run_cycle
-from webhook.kube.cluster import Cluster, LeaseElector, connect
+from webhook.io.git import Credentials
+from webhook.io.kube.cluster import Cluster, LeaseElector, connect
 from webhook.settings import SyncSettings
+from webhook.sync.config import parse_duration as config_duration
+from webhook.sync.cycle import ACTIONS, PROBLEMS, Report, SyncOptions, run_cycle
+from webhook.sync.sources import ClusterView
 
 _COLUMNS = ("SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL REQUEST", "REASON")
 
 
 def parse_duration(text: str) -> float:
-    """A Go ``time.ParseDuration`` string (``10m``, ``1h30m``; ``webhook.gitops.config.parse_duration``) in
+    """A Go ``time.ParseDuration`` string (``10m``, ``1h30m``; ``webhook.sync.config.parse_duration``) in
     seconds; raises ``InputError`` for another shape or a zero duration."""
     duration = config_duration(text)
     if duration is None:

@@ -1,4 +1,4 @@
-"""``addon``: the add-on ``installVersion`` lifecycle in CEL, over ``webhook.addons`` (no rule here).
+"""``addon``: the add-on ``installVersion`` lifecycle in CEL, over ``webhook.ocm.addons`` (no rule here).
 
 NOT in the kube-apiserver: a policy using one of these is not portable. Static namespace::
 
@@ -42,7 +42,9 @@ import datetime
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from webhook.addons import (
+from webhook.conditions import format_time
+from webhook.errors import CelEvaluationError, InputError
+from webhook.ocm.addons import (
     AddOnVersions,
     CanaryVerdict,
     Observation,
@@ -55,8 +57,6 @@ from webhook.addons import (
     placement_changes,
     render_configs,
 )
-from webhook.conditions import format_time
-from webhook.errors import CelEvaluationError, InputError
 from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
 
 NAMESPACE = Namespace("addon")

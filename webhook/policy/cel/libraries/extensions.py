@@ -20,7 +20,7 @@ Static namespace::
     olm.changeType(from string|null, to string) -> string   install | upgrade | rollback | unchanged
     olm.changeLevel(from string|null, to string) -> string  major | minor | patch | prerelease | none
     olm.release(object map) -> map                          the release behind operator-controller's index
-                                                            Secret or ClusterObjectSet (webhook.release):
+                                                            Secret or ClusterObjectSet (webhook.olm.release):
                                                             {applier, extension, revision, status, migrated,
                                                             bundle: {name, version, package, reference[,
                                                             release]}}
@@ -36,9 +36,9 @@ from typing import Any
 
 from webhook.errors import CelEvaluationError, InputError
 from webhook.objects import LabelSelector, ObjectStore
+from webhook.olm.release import read_release
+from webhook.olm.versions import parse_constraint, parse_version
 from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
-from webhook.release import read_release
-from webhook.versions import parse_constraint, parse_version
 from webhook.windows import parse_window
 
 
@@ -118,7 +118,7 @@ def _version(text: str) -> Any:
 
 
 def in_range(_olm: Namespace, version: str, constraint: str) -> bool:
-    """``olm.inRange(version, range)``: ``webhook.versions.parse_constraint(range).admits(version)``."""
+    """``olm.inRange(version, range)``: ``webhook.olm.versions.parse_constraint(range).admits(version)``."""
     try:
         return parse_constraint(str(constraint)).admits(_version(version))
     except InputError as error:
@@ -146,7 +146,7 @@ def change_level(_olm: Namespace, old: str | None, new: str) -> str:
 
 
 def release(_olm: Namespace, obj: Any) -> dict[str, Any]:
-    """``olm.release(object)``: ``webhook.release.read_release(object).as_map()``."""
+    """``olm.release(object)``: ``webhook.olm.release.read_release(object).as_map()``."""
     try:
         return read_release(plain(obj)).as_map()
     except InputError as error:

@@ -1,0 +1,178 @@
+"""The watch cache: reflector semantics against a scripted source, and the API source against a fake
+apiserver on loopback."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.io.kube.fakeapi import JsonHandler, serving
+from webhook.errors import ClusterError, Expired, NotServed
+from webhook.io.kube.cache import ApiSource, Resource, WatchCache, policy_resources
+from webhook.objects import KubeObject, LabelSelector
+
+ROOT = Path(__file__).resolve().parents[3]
+
+NAMESPACES = Resource("v1", "Namespace", "namespaces")
+REVISIONS = Resource("olm.operatorframework.io/v1", "ClusterExtensionRevision", "clusterextensionrevisions")
+
+
+def obj(name: str, version: str, namespace: str = "", **labels: str) -> KubeObject:
+    metadata: dict[str, Any] = {"name": name, "resourceVersion": version, "labels": labels}
+    if namespace:
+        metadata["namespace"] = namespace
+    return {"metadata": metadata}
+
+
+class Scripted:
+    """A ``Source`` that plays lists and watches from queues; a step may be an exception to raise."""
+
+    def __init__(self, lists: list[Any], watches: list[Any]) -> None:
+        self.lists, self.watches = lists, watches
+        self.calls: list[str] = []
+
+    def list(self, resource: Resource) -> tuple[list[KubeObject], str]:
+        self.calls.append("list")
+        step = self.lists.pop(0) if self.lists else ([], "0")
+        if isinstance(step, Exception):
+            raise step
+        return step  # type: ignore[no-any-return]
+
+    def watch(self, resource: Resource, resource_version: str, timeout_s: int) -> Iterator[tuple[str, KubeObject]]:
+        self.calls.append(f"watch@{resource_version}")
+        if not self.watches:
+            time.sleep(0.05)
+            return
+        for event in self.watches.pop(0):
+            if isinstance(event, Exception):
+                raise event
+            yield event
+
+
+def eventually(check: Callable[[], bool], timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
+
+
+def test_a_kind_is_unsynced_until_listed_then_follows_its_watch() -> None:
+    source = Scripted(
+        lists=[([obj("a", "1"), obj("b", "2")], "2")],
+        watches=[
+            [("ADDED", obj("c", "3", team="x")), ("MODIFIED", obj("a", "4", team="x")), ("DELETED", obj("b", "5"))]
+        ],
+    )
+    cache = WatchCache(source, [NAMESPACES], resync_s=3600)
+    assert cache.unsynced() == ["Namespace.v1"]
+    cache.start()
+    eventually(lambda: "watch@5" in source.calls)
+    cache.stop()
+    assert cache.unsynced() == []
+    assert cache.get("v1", "Namespace", "b") is None
+    assert cache.get("v1", "Namespace", "a") == obj("a", "4", team="x")
+    selector = LabelSelector.from_dict({"matchLabels": {"team": "x"}})
+    assert [o["metadata"]["name"] for o in cache.list("v1", "Namespace", selector=selector)] == ["a", "c"]
+    assert source.calls[:3] == ["list", "watch@2", "watch@5"]
+
+
+def test_an_expired_watch_relists_at_once_and_a_failure_relists_after_a_pause() -> None:
+    source = Scripted(
+        lists=[([obj("a", "1")], "1"), ClusterError("connection refused"), ([obj("z", "9")], "9")],
+        watches=[[Expired("too old")]],
+    )
+    cache = WatchCache(source, [NAMESPACES], backoff_s=(0.01, 0.01)).start()
+    eventually(lambda: cache.get("v1", "Namespace", "z") is not None)
+    cache.stop()
+    assert cache.get("v1", "Namespace", "a") is None
+    assert source.calls[:4] == ["list", "watch@1", "list", "list"]
+
+
+def test_a_kind_the_cluster_does_not_serve_is_synced_and_empty() -> None:
+    source = Scripted(lists=[NotServed("ClusterManagementAddOn: not served")], watches=[])
+    cache = WatchCache(source, [REVISIONS]).start()
+    eventually(lambda: not cache.unsynced())
+    cache.stop()
+    assert cache.list(REVISIONS.api_version, REVISIONS.kind) == []
+
+
+def test_namespaced_objects_are_found_in_their_namespace_only() -> None:
+    source = Scripted(lists=[([obj("approvers", "1", "upgrade-gate")], "1")], watches=[])
+    configmaps = Resource("v1", "ConfigMap", "configmaps", "upgrade-gate")
+    cache = WatchCache(source, [configmaps]).start()
+    eventually(lambda: not cache.unsynced())
+    cache.stop()
+    assert cache.get("v1", "ConfigMap", "approvers", "upgrade-gate") is not None
+    assert cache.get("v1", "ConfigMap", "approvers") is None
+    assert cache.list("v1", "ConfigMap", "other") == []
+    assert cache.get("v1", "Secret", "approvers", "upgrade-gate") is None
+
+
+@pytest.mark.parametrize(
+    ("resource", "path"),
+    [
+        pytest.param(NAMESPACES, "/api/v1/namespaces", id="a core kind lives under /api"),
+        pytest.param(REVISIONS, "/apis/olm.operatorframework.io/v1/clusterextensionrevisions", id="a CRD under /apis"),
+        pytest.param(policy_resources("ug")[-1], "/api/v1/namespaces/ug/configmaps", id="a namespaced watch"),
+    ],
+)
+def test_resource_paths(resource: Resource, path: str) -> None:
+    assert resource.path() == path
+
+
+class FakeApiserver(JsonHandler):
+    """GET /api/v1/namespaces: a list, or with watch=true a stream of events, then a 410 ERROR event."""
+
+    def do_GET(self) -> None:
+        if "watch=true" in self.path:
+            events = [
+                {"type": "ADDED", "object": {"metadata": {"name": "b", "resourceVersion": "11"}}},
+                {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "12"}}},
+                {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old resource version"}},
+            ]
+            body = "".join(json.dumps(event) + "\n" for event in events).encode()
+        else:
+            body = json.dumps(
+                {
+                    "kind": "NamespaceList",
+                    "metadata": {"resourceVersion": "10"},
+                    "items": [{"metadata": {"name": "a", "resourceVersion": "7"}}],
+                }
+            ).encode()
+        self.answer(200, body)
+
+
+def test_the_api_source_lists_and_watches_through_the_kubernetes_client() -> None:
+    with serving(FakeApiserver) as (api_client, requests):
+        source = ApiSource(api_client)
+        items, version = source.list(NAMESPACES)
+        assert (items, version) == (
+            [{"metadata": {"name": "a", "resourceVersion": "7"}, "apiVersion": "v1", "kind": "Namespace"}],
+            "10",
+        )
+        events = source.watch(NAMESPACES, version, 5)
+        assert next(events) == (
+            "ADDED",
+            {"metadata": {"name": "b", "resourceVersion": "11"}, "apiVersion": "v1", "kind": "Namespace"},
+        )
+        assert next(events)[0] == "BOOKMARK"
+        with pytest.raises(Expired, match="too old resource version"):
+            next(events)
+    assert requests[1] == "/api/v1/namespaces?watch=true&resourceVersion=10&allowWatchBookmarks=true&timeoutSeconds=5"
+
+
+def test_the_cache_watches_every_kind_the_bundled_policies_look_up() -> None:
+    """A lookup of an unwatched kind finds nothing in a cluster (the canary gate would see no canaries)."""
+    calls = re.findall(
+        r"cluster\.(?:get|list)\(\s*'([^']+)',\s*'([^']+)'",
+        "".join(path.read_text("utf-8") for path in (ROOT / "policies").glob("*.yaml")),
+    )
+    assert len(calls) > 5
+    watched = {(resource.api_version, resource.kind) for resource in policy_resources("upgrade-gate")}
+    assert set(calls) <= watched

@@ -1,0 +1,198 @@
+"""The Flask application in process: decisions, bad input, readiness, metrics and decision logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from tests.serve.conftest import BAD_REQUESTS, CASES, OBJECTS, POLICIES, bad_body, expected, summary
+from webhook.logs import JsonFormatter
+from webhook.objects import ObjectStore
+from webhook.policy.decision import Decision as Allowed
+from webhook.policy.model import PolicySet
+from webhook.serve.app import create_app
+from webhook.serve.metrics import Metrics
+from webhook.serve.review import Decision
+from webhook.serve.runtime import PolicyRuntime
+from webhook.settings import DEFAULT_CEL_ENGINE, ServeSettings
+
+
+def make_app(runtime: PolicyRuntime, **settings: Any) -> Flask:
+    app = create_app(ServeSettings(**settings), runtime, runtime.metrics or Metrics())
+    app.testing = True
+    return app
+
+
+@pytest.fixture(scope="module")
+def loaded() -> PolicyRuntime:
+    runtime = PolicyRuntime(POLICIES, OBJECTS, metrics=Metrics())
+    assert runtime.load(), runtime.error
+    return runtime
+
+
+@pytest.fixture
+def client(loaded: PolicyRuntime) -> FlaskClient:
+    return make_app(loaded).test_client()
+
+
+def post(client: FlaskClient, endpoint: str, review: Any) -> Any:
+    return client.post(f"/{endpoint}", data=json.dumps(review), content_type="application/json")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_a_review_gets_the_policies_decision(client: FlaskClient, case: dict[str, Any]) -> None:
+    answer = post(client, case["endpoint"], case["review"])
+    assert answer.status_code == 200
+    assert answer.json["response"]["uid"] == case["review"]["request"]["uid"]
+    assert summary(answer.json, case["want"]) == expected(case)
+
+
+def send_bad(client: FlaskClient, case: dict[str, Any]) -> Any:
+    content_type = case.get("content_type", "application/json")
+    headers = {"Content-Type": content_type} if content_type else {}
+    method, path = case.get("method", "POST"), case.get("path", "/validate")
+    return client.open(path, method=method, data=bad_body(case), headers=headers)
+
+
+@pytest.mark.parametrize("case", BAD_REQUESTS, ids=[case["id"] for case in BAD_REQUESTS])
+def test_a_bad_request_gets_a_json_status(client: FlaskClient, case: dict[str, Any]) -> None:
+    answer = send_bad(client, case)
+    assert answer.status_code == case["code"]
+    assert answer.json["kind"] == "Status"
+    assert (answer.json["code"], answer.json["message"]) == (case["code"], case["message"])
+
+
+class Stub:
+    """An admitter that sleeps, then raises ``error`` (if any) or allows."""
+
+    def __init__(self, policies: PolicySet, store: ObjectStore, *, sleep: float = 0, error: Exception | None = None):
+        self.sleep, self.error = sleep, error
+
+    def decide(self, request: Mapping[str, Any]) -> Decision:
+        time.sleep(self.sleep)
+        if self.error:
+            raise self.error
+        return Allowed()
+
+    validate = mutate = decide
+
+
+def stub_runtime(**stub: Any) -> PolicyRuntime:
+    runtime = PolicyRuntime(POLICIES, metrics=Metrics(), make_admitter=lambda p, s: Stub(p, s, **stub))
+    assert runtime.load()
+    return runtime
+
+
+def test_an_evaluation_past_the_deadline_is_refused_with_a_timeout() -> None:
+    runtime = stub_runtime(sleep=2)
+    started = time.monotonic()
+    answer = post(make_app(runtime, request_timeout_s=0.2).test_client(), "validate", CASES[2]["review"])
+    assert time.monotonic() - started < 1.5
+    assert answer.status_code == 200
+    assert answer.json["response"]["allowed"] is False
+    assert answer.json["response"]["status"] == {
+        "code": 504,
+        "reason": "Timeout",
+        "message": "upgrade-gate: no decision within 0.2s",
+    }
+    assert b"upgrade_gate_evaluation_errors_total" in runtime.metrics.exposition()  # type: ignore[union-attr]
+
+
+def test_an_internal_error_denies_the_request_without_an_http_error() -> None:
+    runtime = stub_runtime(error=RuntimeError("boom"))
+    answer = post(make_app(runtime).test_client(), "mutate", CASES[0]["review"])
+    assert answer.status_code == 200
+    assert answer.json["response"]["status"] == {
+        "code": 500,
+        "reason": "InternalError",
+        "message": "upgrade-gate: internal error while evaluating policies: RuntimeError",
+    }
+
+
+def test_healthz_answers_ok(client: FlaskClient) -> None:
+    assert client.get("/healthz").json == {"status": "ok"}
+
+
+def test_readyz_is_ready_with_a_loaded_set_and_names_it(client: FlaskClient) -> None:
+    answer = client.get("/readyz")
+    body: Any = answer.json
+    assert (answer.status_code, body["ready"], body["loadError"]) == (200, True, None)
+    assert body["policies"] == {
+        "generation": 1,
+        "celEngine": DEFAULT_CEL_ENGINE,
+        "validatingPolicies": 4,
+        "validatingBindings": 4,
+        "mutatingPolicies": 1,
+        "mutatingBindings": 1,
+        "params": 2,
+        "objects": 3,
+    }
+
+
+def test_readyz_is_unready_before_a_set_is_loaded_and_validate_refuses(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: [")
+    runtime = PolicyRuntime(broken, metrics=Metrics())
+    assert not runtime.load()
+    client = make_app(runtime).test_client()
+    answer = client.get("/readyz")
+    body: Any = answer.json
+    assert (answer.status_code, body["ready"]) == (503, False)
+    assert body["loadError"].startswith(f"{broken}:")
+    refused = post(client, "validate", CASES[2]["review"]).json["response"]
+    assert refused["status"]["code"] == 503
+
+
+def test_metrics_count_requests_by_kind_operation_and_decision(loaded: PolicyRuntime) -> None:
+    client = make_app(loaded, max_body_bytes=1024 * 1024).test_client()
+    for case in CASES:
+        post(client, case["endpoint"], case["review"])
+    post(client, "validate", {"kind": "nothing"})
+    text = client.get("/metrics").data.decode()
+    assert (
+        'upgrade_gate_admission_requests_total{decision="denied",endpoint="validate",'
+        'kind="ClusterExtensionRevision",operation="UPDATE"}' in text
+    )
+    assert 'upgrade_gate_admission_requests_total{decision="invalid",endpoint="validate",kind="",operation=""}' in text
+    assert 'upgrade_gate_fail_closed_total{endpoint="validate",policy="addon-install-version"}' in text
+    assert 'upgrade_gate_admission_duration_seconds_bucket{endpoint="mutate",le="0.01"}' in text
+    assert "upgrade_gate_policy_generation 1.0" in text
+    assert "upgrade_gate_policy_load_errors_total 0.0" in text
+
+
+def test_one_json_log_line_per_decision_names_the_denying_policy_and_never_the_object(
+    client: FlaskClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    case = next(case for case in CASES if case["want"].get("code") == 403)
+    with caplog.at_level(logging.INFO, logger="webhook.serve.app"):
+        post(client, case["endpoint"], case["review"])
+    [record] = [r for r in caplog.records if r.getMessage() == "admission decision"]
+    line = json.loads(JsonFormatter().format(record))
+    assert line["latency_ms"] > 0
+    del line["time"], line["latency_ms"]
+    assert line == {
+        "level": "INFO",
+        "logger": "webhook.serve.app",
+        "message": "admission decision",
+        "endpoint": "validate",
+        "uid": case["review"]["request"]["uid"],
+        "kind": "ClusterExtensionRevision",
+        "name": "cloudnative-pg-1.28.0",
+        "namespace": "",
+        "operation": "UPDATE",
+        "user": "mallory",
+        "dry_run": False,
+        "allowed": False,
+        "code": 403,
+        "policy": "revision-approval",
+        "warnings": 0,
+        "patch_operations": 0,
+    }

@@ -1,0 +1,101 @@
+"""``upgrade-gate serve`` for real: gunicorn, TLS with client certificates, AdmissionReviews as the
+kube-apiserver sends them, malformed bodies, multiprocess metrics."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.serve.conftest import BAD_REQUESTS, CASES, OBJECTS, POLICIES, bad_body, expected, summary
+from tests.serve.process import Server, serving
+from webhook.settings import CEL_ENGINES
+
+
+@pytest.fixture(scope="module", params=CEL_ENGINES)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The webhook on each CEL engine: every test below runs against both."""
+    tmp = tmp_path_factory.mktemp("serve")
+    args = ("--objects", str(OBJECTS), "--workers", "2", "--cel-engine", request.param)
+    with serving(tmp, POLICIES, *args, client_ca=True) as running:
+        yield running
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_a_review_over_tls_gets_the_policies_decision(server: Server, case: dict[str, Any]) -> None:
+    answer = server.review(case["endpoint"], case["review"])
+    assert answer["response"]["uid"] == case["review"]["request"]["uid"]
+    assert summary(answer, case["want"]) == expected(case)
+
+
+@pytest.mark.parametrize("case", BAD_REQUESTS, ids=[case["id"] for case in BAD_REQUESTS])
+def test_a_malformed_request_gets_a_json_status_and_the_worker_lives(server: Server, case: dict[str, Any]) -> None:
+    content_type = case.get("content_type", "application/json")
+    method, path = case.get("method", "POST"), case.get("path", "/validate")
+    status, answer = server.request(method, path, bad_body(case), content_type)
+    assert (status, answer["code"], answer["message"]) == (case["code"], case["code"], case["message"])
+    assert server.request("GET", "/healthz")[0] == 200
+
+
+def test_a_client_without_a_certificate_is_refused(server: Server) -> None:
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        server.request("GET", "/healthz", context=server.context(with_client_cert=False))
+
+
+def test_tls_below_1_2_is_refused_by_the_server(server: Server) -> None:
+    context = server.context()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        context.minimum_version = context.maximum_version = ssl.TLSVersion.TLSv1_1
+    context.set_ciphers("ALL:@SECLEVEL=0")
+    with pytest.raises(ssl.SSLError, match="PROTOCOL_VERSION"):
+        server.request("GET", "/healthz", context=context)
+
+
+def test_readyz_names_the_cel_engine_the_flag_chose(server: Server, request: pytest.FixtureRequest) -> None:
+    engine = request.node.callspec.params["server"]
+    assert server.request("GET", "/readyz")[1]["policies"]["celEngine"] == engine
+
+
+def test_metrics_sum_every_worker(server: Server) -> None:
+    review = CASES[2]["review"]
+    before = _count(server, 'decision="allowed",endpoint="validate",kind="ClusterExtensionRevision",operation="UPDATE"')
+    for _ in range(20):
+        server.review("validate", review)
+    after = _count(server, 'decision="allowed",endpoint="validate",kind="ClusterExtensionRevision",operation="UPDATE"')
+    assert after - before == 20
+    assert _count(server, "", "upgrade_gate_policy_generation") == 1
+
+
+def _count(server: Server, labels: str, name: str = "upgrade_gate_admission_requests_total") -> float:
+    status, text = server.request("GET", "/metrics")
+    assert status == 200
+    prefix = f"{name}{{{labels}}} " if labels else f"{name} "
+    found = [line for line in text.splitlines() if line.startswith(prefix)]
+    return float(found[0].split()[-1]) if found else 0.0
+
+
+def test_every_decision_is_one_json_log_line(server: Server) -> None:
+    decisions = [json.loads(line) for line in server.log.read_text().splitlines() if '"admission decision"' in line]
+    uids = {d["uid"] for d in decisions}
+    assert {case["review"]["request"]["uid"] for case in CASES} <= uids
+    assert not any("spec" in line or "object" in line for line in map(json.dumps, decisions))
+
+
+ROOT_POLICIES = Path(__file__).parents[2] / "policies"
+
+
+@pytest.mark.skipif(not any(ROOT_POLICIES.glob("*.yaml")), reason="the bundled policies/ has no policy yet")
+def test_the_bundled_policies_serve_with_certificates_generated_on_first_run(tmp_path: Path) -> None:
+    review = next(case for case in CASES if case["endpoint"] == "mutate")["review"]
+    with serving(tmp_path, ROOT_POLICIES, "--workers", "1", dev_certs=True) as running:
+        answer = running.review("mutate", review)
+        ready = running.request("GET", "/readyz")[1]
+    assert answer["response"]["uid"] == review["request"]["uid"]
+    assert ready["policies"]["validatingPolicies"] > 0
+    assert sorted(path.name for path in (tmp_path / "certs").iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]

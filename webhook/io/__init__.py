@@ -1,0 +1,1 @@
+"""Everything that talks to the world: git, forges, the Kubernetes API."""

@@ -1,0 +1,44 @@
+"""catalogd over HTTP: a ClusterCatalog's File-Based Catalog as catalogd serves it at ``<base>/api/v1/all``.
+
+``open_catalog(location)`` is what the front ends call: a catalogd base URL (``http://``, ``https://``) is
+fetched, anything else is a directory or file for ``webhook.olm.catalog.load_catalog``.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from webhook.errors import CatalogError, FetchError
+from webhook.olm.catalog import Catalog, catalog_from_stream, load_catalog
+
+
+def open_catalog(location: str | Path, *, timeout: float = 30.0) -> Catalog:
+    """The catalog at a catalogd base URL, or in a directory or FBC file; see ``fetch_catalog`` and
+    ``load_catalog`` for names and errors."""
+    text = str(location)
+    if text.startswith(("http://", "https://")):
+        return fetch_catalog(text, timeout)
+    return load_catalog(location)
+
+
+def fetch_catalog(base: str, timeout: float = 30.0) -> Catalog:
+    """The catalog catalogd serves at ``<base>/api/v1/all``, named after the URL's last path segment.
+
+    ``timeout`` is in seconds. Raises ``FetchError`` when the URL cannot be fetched and ``CatalogError`` when the
+    answer is not UTF-8; malformed blobs are recorded on the catalog.
+    """
+    base = base.rstrip("/")
+    url = f"{base}/api/v1/all"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            text = response.read().decode("utf-8")
+    except urllib.error.HTTPError as error:
+        error.close()
+        raise FetchError(f"{url}: cannot fetch catalog: {error}") from None
+    except (urllib.error.URLError, OSError) as error:
+        raise FetchError(f"{url}: cannot fetch catalog: {error}") from None
+    except UnicodeDecodeError as error:
+        raise CatalogError(f"{url}: cannot read catalog: {error}") from None
+    return catalog_from_stream(base.rsplit("/", 1)[-1], text, url)

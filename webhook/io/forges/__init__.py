@@ -1,0 +1,1 @@
+"""Git forges' pull-request APIs (GitHub, GitLab) and a fake GitHub for tests."""

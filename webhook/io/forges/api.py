@@ -1,0 +1,276 @@
+"""Pull requests on a Git forge, through its REST API (``urllib``, no SDK): GitHub and GitLab.
+
+The subset used, per forge (``repository`` is ``owner/name`` or ``group/project``)::
+
+    GitHub (https://docs.github.com/en/rest/pulls/pulls, X-GitHub-Api-Version 2022-11-28, Bearer token)
+      GET   /repos/{owner}/{repo}/pulls?state=open&base=B&per_page=100&page=N     list open pull requests
+      GET   /repos/{owner}/{repo}/pulls?state=closed&head=OWNER:H&base=B          closed ones of a branch
+      POST  /repos/{owner}/{repo}/pulls                {title, head, base, body}  create
+      PATCH /repos/{owner}/{repo}/pulls/{number}       {title, body} | {state, title}  update, close
+      POST  /repos/{owner}/{repo}/issues/{number}/labels              {labels}    add labels
+      POST  /repos/{owner}/{repo}/pulls/{number}/requested_reviewers  {reviewers} request reviews
+    GitLab (https://docs.gitlab.com/api/merge_requests/, PRIVATE-TOKEN header)
+      GET   /projects/{id}/merge_requests?state=opened|closed&target_branch=B[&source_branch=H]
+      POST  /projects/{id}/merge_requests   {source_branch, target_branch, title, description, labels,
+                                             reviewer_ids}  (user ids from GET /users?username=U)
+      PUT   /projects/{id}/merge_requests/{iid}   {title, description} | {state_event: close, title}
+
+A pull request is found by its head branch (one per branch, as Renovate does); "closed" means closed without
+being merged. When the sync loop withdraws its own pull request it closes it with ``AUTOCLOSED`` appended to
+the title, as Renovate does: only a pull request closed under the proposal's own title (closed by a person)
+declines that proposal. Every failure (unreachable, HTTP error, unexpected JSON) raises ``GitError``
+``<forge>: <METHOD> <path>: <problem>``; the token never appears in messages.
+``webhook.io.forges.fake`` serves the GitHub subset on a loopback port for tests.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from webhook.errors import GitError
+
+PAGE_SIZE = 100
+AUTOCLOSED = " - autoclosed"
+"""Appended to the title of a pull request the sync loop closes itself (Renovate's marker)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForgeConfig:
+    """Where pull requests are opened: ``type`` github/gitlab/none, ``repository``, API ``url``."""
+
+    type: str = "none"
+    repository: str = ""
+    url: str = ""
+    labels: tuple[str, ...] = ()
+    reviewers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequest:
+    """A pull (merge) request: its number (GitLab ``iid``), branches, text, and web URL."""
+
+    number: int
+    head: str
+    base: str
+    title: str
+    body: str
+    url: str
+
+
+class Forge(Protocol):
+    """What the sync loop asks of a forge."""
+
+    name: str
+
+    def open_pull_requests(self, base: str) -> dict[str, PullRequest]:
+        """Open pull requests into ``base``, by head branch."""
+
+    def closed_pull_requests(self, head: str, base: str) -> list[PullRequest]:
+        """Pull requests from ``head`` into ``base`` closed without being merged."""
+
+    def create_pull_request(
+        self, head: str, base: str, title: str, body: str, *, labels: Sequence[str], reviewers: Sequence[str]
+    ) -> PullRequest:
+        """Open a pull request, add ``labels`` and request ``reviewers``."""
+
+    def update_pull_request(self, pull: PullRequest, title: str, body: str) -> PullRequest:
+        """Set a pull request's title and body."""
+
+    def close_pull_request(self, pull: PullRequest) -> None:
+        """Close a pull request without merging it, ``AUTOCLOSED`` appended to its title."""
+
+
+def make_forge(config: ForgeConfig, token: str, *, timeout_s: float = 30.0) -> Forge | None:
+    """The forge ``config`` names, or ``None`` for ``type: none`` (branches are pushed, no pull request)."""
+    if config.type == "github":
+        return GitHub(config.url, config.repository, token, timeout_s)
+    if config.type == "gitlab":
+        return GitLab(config.url, config.repository, token, timeout_s)
+    return None
+
+
+class _Http:
+    """JSON over HTTP with one error shape."""
+
+    name = "forge"
+
+    def __init__(self, url: str, headers: Mapping[str, str], timeout_s: float) -> None:
+        self._url = url.rstrip("/")
+        self._headers = {"Accept": "application/json", "User-Agent": "upgrade-gate", **headers}
+        self._timeout_s = timeout_s
+
+    def call(self, method: str, path: str, query: Mapping[str, str] | None = None, body: Any = None) -> Any:
+        """``METHOD path?query`` with a JSON body; the decoded JSON answer. Raises ``GitError``."""
+        url = f"{self._url}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        data = None if body is None else json.dumps(body).encode()
+        headers = {**self._headers, **({"Content-Type": "application/json"} if data is not None else {})}
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
+                text = response.read().decode("utf-8")
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode("utf-8", "replace")[:200]
+            error.close()
+            raise GitError(f"{self.name}: {method} {path}: HTTP {error.code} {detail}".rstrip()) from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise GitError(f"{self.name}: {method} {path}: {reason}") from None
+        try:
+            return json.loads(text) if text else None
+        except json.JSONDecodeError:
+            raise GitError(f"{self.name}: {method} {path}: the answer is not JSON") from None
+
+    def pages(self, path: str, query: Mapping[str, str]) -> list[Any]:
+        """Every item of a paginated list (``per_page``/``page``, until a short page)."""
+        items: list[Any] = []
+        page = 1
+        while True:
+            answer = self.call("GET", path, {**query, "per_page": str(PAGE_SIZE), "page": str(page)})
+            if not isinstance(answer, list):
+                raise GitError(f"{self.name}: GET {path}: expected a JSON list")
+            items.extend(answer)
+            if len(answer) < PAGE_SIZE:
+                return items
+            page += 1
+
+
+class GitHub(_Http):
+    """The GitHub REST API (github.com or GitHub Enterprise Server at ``<host>/api/v3``)."""
+
+    name = "github"
+
+    def __init__(self, url: str, repository: str, token: str, timeout_s: float = 30.0) -> None:
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        super().__init__(url, headers, timeout_s)
+        self._repo = repository
+        self._owner = repository.split("/", 1)[0]
+
+    def open_pull_requests(self, base: str) -> dict[str, PullRequest]:
+        """Open pull requests into ``base``, by head branch (forks' pull requests are ignored)."""
+        pulls = [self._pull(p) for p in self.pages(f"/repos/{self._repo}/pulls", {"state": "open", "base": base})]
+        return {p.head: p for p in sorted(pulls, key=lambda p: p.number)}
+
+    def closed_pull_requests(self, head: str, base: str) -> list[PullRequest]:
+        """Pull requests from ``head`` closed with ``merged_at`` null."""
+        query = {"state": "closed", "head": f"{self._owner}:{head}", "base": base}
+        found = self.pages(f"/repos/{self._repo}/pulls", query)
+        return [self._pull(p) for p in found if p.get("merged_at") is None and _head(p) == head]
+
+    def create_pull_request(
+        self, head: str, base: str, title: str, body: str, *, labels: Sequence[str], reviewers: Sequence[str]
+    ) -> PullRequest:
+        """``POST /pulls``, then labels and review requests when given."""
+        pull = self._pull(
+            self.call(
+                "POST", f"/repos/{self._repo}/pulls", body={"title": title, "head": head, "base": base, "body": body}
+            )
+        )
+        if labels:
+            self.call("POST", f"/repos/{self._repo}/issues/{pull.number}/labels", body={"labels": list(labels)})
+        if reviewers:
+            self.call(
+                "POST",
+                f"/repos/{self._repo}/pulls/{pull.number}/requested_reviewers",
+                body={"reviewers": list(reviewers)},
+            )
+        return pull
+
+    def update_pull_request(self, pull: PullRequest, title: str, body: str) -> PullRequest:
+        """``PATCH /pulls/{number}`` with the title and body."""
+        return self._pull(
+            self.call("PATCH", f"/repos/{self._repo}/pulls/{pull.number}", body={"title": title, "body": body})
+        )
+
+    def close_pull_request(self, pull: PullRequest) -> None:
+        """``PATCH /pulls/{number}`` with ``state: closed`` and the title marked ``AUTOCLOSED``."""
+        body = {"state": "closed", "title": pull.title + AUTOCLOSED}
+        self.call("PATCH", f"/repos/{self._repo}/pulls/{pull.number}", body=body)
+
+    def _pull(self, data: Any) -> PullRequest:
+        try:
+            return PullRequest(
+                number=int(data["number"]),
+                head=_head(data),
+                base=str(data["base"]["ref"]),
+                title=str(data["title"]),
+                body=str(data.get("body") or ""),
+                url=str(data.get("html_url") or ""),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise GitError(f"{self.name}: unexpected pull request JSON") from None
+
+
+class GitLab(_Http):
+    """The GitLab REST API v4 (gitlab.com or a self-managed ``<host>/api/v4``)."""
+
+    name = "gitlab"
+
+    def __init__(self, url: str, repository: str, token: str, timeout_s: float = 30.0) -> None:
+        super().__init__(url, {"PRIVATE-TOKEN": token} if token else {}, timeout_s)
+        self._project = f"/projects/{urllib.parse.quote(repository, safe='')}/merge_requests"
+
+    def open_pull_requests(self, base: str) -> dict[str, PullRequest]:
+        """Opened merge requests into ``base``, by source branch."""
+        found = [self._pull(m) for m in self.pages(self._project, {"state": "opened", "target_branch": base})]
+        return {p.head: p for p in sorted(found, key=lambda p: p.number)}
+
+    def closed_pull_requests(self, head: str, base: str) -> list[PullRequest]:
+        """Merge requests in state ``closed`` (GitLab keeps merged ones in ``merged``)."""
+        query = {"state": "closed", "source_branch": head, "target_branch": base}
+        return [self._pull(m) for m in self.pages(self._project, query)]
+
+    def create_pull_request(
+        self, head: str, base: str, title: str, body: str, *, labels: Sequence[str], reviewers: Sequence[str]
+    ) -> PullRequest:
+        """``POST /merge_requests`` with labels and reviewer ids looked up by user name."""
+        ids = []
+        for username in reviewers:
+            users = self.call("GET", "/users", {"username": username})
+            if not isinstance(users, list) or not users:
+                raise GitError(f"{self.name}: no user named {username} (forge.reviewers)")
+            ids.append(users[0]["id"])
+        payload = {"source_branch": head, "target_branch": base, "title": title, "description": body}
+        if labels:
+            payload["labels"] = ",".join(labels)
+        return self._pull(self.call("POST", self._project, body={**payload, **({"reviewer_ids": ids} if ids else {})}))
+
+    def update_pull_request(self, pull: PullRequest, title: str, body: str) -> PullRequest:
+        """``PUT /merge_requests/{iid}`` with the title and description."""
+        return self._pull(
+            self.call("PUT", f"{self._project}/{pull.number}", body={"title": title, "description": body})
+        )
+
+    def close_pull_request(self, pull: PullRequest) -> None:
+        """``PUT /merge_requests/{iid}`` with ``state_event: close`` and the title marked ``AUTOCLOSED``."""
+        body = {"state_event": "close", "title": pull.title + AUTOCLOSED}
+        self.call("PUT", f"{self._project}/{pull.number}", body=body)
+
+    def _pull(self, data: Any) -> PullRequest:
+        try:
+            return PullRequest(
+                number=int(data["iid"]),
+                head=str(data["source_branch"]),
+                base=str(data["target_branch"]),
+                title=str(data["title"]),
+                body=str(data.get("description") or ""),
+                url=str(data.get("web_url") or ""),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise GitError(f"{self.name}: unexpected merge request JSON") from None
+
+
+def _head(data: Any) -> str:
+    try:
+        return str(data["head"]["ref"])
+    except (KeyError, TypeError):
+        raise GitError("github: unexpected pull request JSON") from None

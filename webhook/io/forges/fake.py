@@ -1,0 +1,153 @@
+"""A fake GitHub: the REST subset ``webhook.io.forges.api.GitHub`` uses, in memory, on a loopback port.
+
+Shipped so that users test their sync configuration without a forge (as httpx ships ``MockTransport``)::
+
+    with FakeGitHub("example-org/clusters") as github:
+        ...  # forge: {type: github, repository: example-org/clusters, url: github.url}
+        github.pulls[1]["state"]                    # inspect
+        github.close(1)                             # a human closes pull request #1 without merging
+
+Pull requests have GitHub's documented shape (``number``, ``state``, ``title``, ``body``, ``head.ref``,
+``head.label``, ``base.ref``, ``merged_at``, ``html_url``, ``labels[].name``, ``requested_reviewers[].login``).
+Filters ``state`` (open/closed/all), ``head`` (``owner:branch``) and ``base`` and ``per_page``/``page``
+pagination are honoured; creating a second open pull request for a head answers 422, as GitHub does.
+``fail_with`` makes every request answer that HTTP status (an outage). ``requests`` logs
+``"METHOD path"`` of every call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+
+class FakeGitHub:
+    """An in-memory GitHub pull request API for one repository, served while the context is open."""
+
+    def __init__(self, repository: str) -> None:
+        self.repository = repository
+        self.owner = repository.split("/", 1)[0]
+        self.pulls: dict[int, dict[str, Any]] = {}
+        self.requests: list[str] = []
+        self.fail_with: int | None = None
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The API base URL (``http://127.0.0.1:<port>``)."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> FakeGitHub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def open_pulls(self) -> list[dict[str, Any]]:
+        """The open pull requests, by number."""
+        return [p for _, p in sorted(self.pulls.items()) if p["state"] == "open"]
+
+    def close(self, number: int) -> None:
+        """Close a pull request without merging it (as a human would)."""
+        self.pulls[number]["state"] = "closed"
+
+    def merge(self, number: int) -> None:
+        """Mark a pull request merged and closed (the Git side is the caller's business)."""
+        self.pulls[number].update(state="closed", merged_at="2026-01-01T00:00:00Z")
+
+    def answer(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        """The status and JSON GitHub would answer."""
+        with self._lock:
+            self.requests.append(f"{method} {path}")
+            if self.fail_with is not None:
+                return self.fail_with, {"message": "Service Unavailable"}
+            prefix = f"/repos/{self.repository}"
+            if not path.startswith(prefix):
+                return 404, {"message": "Not Found"}
+            rest = path[len(prefix) :]
+            if rest == "/pulls" and method == "GET":
+                return 200, self._list(query)
+            if rest == "/pulls" and method == "POST":
+                return self._create(body)
+            match = re.fullmatch(r"/(pulls|issues)/(\d+)(/labels|/requested_reviewers)?", rest)
+            if match is None or int(match.group(2)) not in self.pulls:
+                return 404, {"message": "Not Found"}
+            pull = self.pulls[int(match.group(2))]
+            if match.group(3) == "/labels" and method == "POST":
+                pull["labels"].extend({"name": n} for n in body["labels"])
+                return 200, pull["labels"]
+            if match.group(3) == "/requested_reviewers" and method == "POST":
+                pull["requested_reviewers"].extend({"login": n} for n in body["reviewers"])
+                return 201, pull
+            if match.group(1) == "pulls" and match.group(3) is None and method == "PATCH":
+                pull.update({k: v for k, v in body.items() if k in ("title", "body", "state")})
+                return 200, pull
+            if match.group(1) == "pulls" and match.group(3) is None and method == "GET":
+                return 200, pull
+            return 404, {"message": "Not Found"}
+
+    def _list(self, query: dict[str, str]) -> list[dict[str, Any]]:
+        state = query.get("state", "open")
+        found = [
+            p
+            for _, p in sorted(self.pulls.items())
+            if (state == "all" or p["state"] == state)
+            and ("head" not in query or p["head"]["label"] == query["head"])
+            and ("base" not in query or p["base"]["ref"] == query["base"])
+        ]
+        per_page = int(query.get("per_page", "30"))
+        page = int(query.get("page", "1"))
+        return found[(page - 1) * per_page : page * per_page]
+
+    def _create(self, body: Any) -> tuple[int, Any]:
+        if not isinstance(body, dict) or not all(isinstance(body.get(k), str) for k in ("title", "head", "base")):
+            return 422, {"message": "Validation Failed"}
+        if any(p["state"] == "open" and p["head"]["ref"] == body["head"] for p in self.pulls.values()):
+            return 422, {"message": "Validation Failed", "errors": [{"message": "A pull request already exists"}]}
+        number = max(self.pulls, default=0) + 1
+        self.pulls[number] = {
+            "number": number,
+            "state": "open",
+            "title": body["title"],
+            "body": body.get("body") or "",
+            "head": {"ref": body["head"], "label": f"{self.owner}:{body['head']}"},
+            "base": {"ref": body["base"]},
+            "merged_at": None,
+            "html_url": f"https://github.invalid/{self.repository}/pull/{number}",
+            "labels": [],
+            "requested_reviewers": [],
+        }
+        return 201, self.pulls[number]
+
+
+def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            parsed = urllib.parse.urlsplit(self.path)
+            query = dict(urllib.parse.parse_qsl(parsed.query))
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            status, answer = fake.answer(self.command, parsed.path, query, body)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Silence the default stderr access log."""
+
+    return Handler

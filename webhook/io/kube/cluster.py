@@ -1,0 +1,260 @@
+"""What the sync loop reads from a cluster, and its leader election, through the official ``kubernetes`` client.
+
+``Cluster`` implements ``webhook.sync.sources.ClusterView``: installed bundles from ClusterExtensions'
+``status.install.bundle`` (``olm.operatorframework.io/v1``), the API server's ``/version`` for catalog image
+templates, one object by group/version/kind for GVK templates (through API discovery), and the add-on lookups
+(Open Cluster Management): a ClusterManagementAddOn and a ManagedClusterAddOn
+(``addon.open-cluster-management.io/v1alpha1``), PlacementDecisions by their Placement's label
+(``cluster.open-cluster-management.io/v1beta1``), through ``CustomObjectsApi``. A kind the cluster does not
+serve reads as absent (HTTP 404), as does a missing object.
+
+``LeaseElector`` keeps one active replica with a ``coordination.k8s.io/v1`` Lease, as client-go's
+``leaderelection`` does: a Lease held by someone else whose ``renewTime + leaseDurationSeconds`` has not passed
+is respected; otherwise it is taken (``acquireTime``, ``leaseTransitions + 1``) or renewed (``renewTime``).
+Updates carry the Lease's ``resourceVersion``, so two replicas racing for it cannot both win (409 Conflict).
+
+The kubeconfig is loaded here (in-cluster service account first, then ``KUBECONFIG`` or ``~/.kube/config``)
+because no shared loader exists yet in ``webhook.io.kube``. Every API failure raises ``ClusterError``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from urllib3.exceptions import HTTPError
+
+from webhook.errors import ClusterError
+
+OLM_GROUP, OLM_VERSION = "olm.operatorframework.io", "v1"
+ADDON_GROUP, ADDON_VERSION = "addon.open-cluster-management.io", "v1alpha1"
+PLACEMENT_GROUP, PLACEMENT_VERSION = "cluster.open-cluster-management.io", "v1beta1"
+PLACEMENT_LABEL = "cluster.open-cluster-management.io/placement"
+
+
+def connect(kubeconfig: Path | None = None) -> Any:
+    """An ``ApiClient``: in-cluster configuration when running in a pod, else the kubeconfig.
+
+    Raises ``ClusterError`` when neither is available.
+    """
+    configuration = client.Configuration()
+    try:
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except ConfigException:
+        try:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=str(kubeconfig) if kubeconfig else None, client_configuration=configuration
+            )
+        except (ConfigException, OSError) as error:
+            raise ClusterError(f"no cluster configuration: {error}") from None
+    return client.ApiClient(configuration)
+
+
+class Cluster:
+    """The sync loop's read-only view of a cluster (``get``/``list`` on ClusterExtensions and add-on objects,
+    ``/version``)."""
+
+    def __init__(self, api_client: Any) -> None:
+        self._api = api_client
+
+    def installed_bundles(self) -> dict[str, tuple[str, str]]:
+        """``{ClusterExtension name: (bundle name, version)}`` for every ClusterExtension with an installed
+        bundle."""
+        answer = _call(
+            "list clusterextensions",
+            client.CustomObjectsApi(self._api).list_cluster_custom_object,
+            OLM_GROUP,
+            OLM_VERSION,
+            "clusterextensions",
+        )
+        found = {}
+        for item in answer.get("items", []):
+            bundle = ((item.get("status") or {}).get("install") or {}).get("bundle") or {}
+            if bundle.get("name") and bundle.get("version"):
+                found[item["metadata"]["name"]] = (str(bundle["name"]), str(bundle["version"]))
+        return found
+
+    def server_version(self) -> str:
+        """The API server's ``gitVersion`` (``v1.31.2``)."""
+        info = _call("get /version", client.VersionApi(self._api).get_code)
+        return str(info.git_version)
+
+    def get_object(self, api_version: str, kind: str, name: str, namespace: str) -> Mapping[str, Any] | None:
+        """One object (as a dict) by apiVersion, kind, name and namespace (empty for cluster-scoped); ``None``
+        when the kind is not served or the object does not exist."""
+        try:
+            dynamic = DynamicClient(self._api)  # type: ignore[no-untyped-call]
+            resource = dynamic.resources.get(api_version=api_version, kind=kind)
+            found = resource.get(name=name, namespace=namespace or None)
+        except (ResourceNotFoundError, NotFoundError):
+            return None
+        except ApiException as error:
+            raise ClusterError(f"get {kind} {name}: {error.status} {error.reason}") from None
+        return dict(found.to_dict())
+
+    def cluster_management_addon(self, name: str) -> dict[str, Any] | None:
+        """The ClusterManagementAddOn ``name`` (cluster-scoped), or ``None``."""
+        return _object(
+            f"get clustermanagementaddon {name}",
+            client.CustomObjectsApi(self._api).get_cluster_custom_object,
+            ADDON_GROUP,
+            ADDON_VERSION,
+            "clustermanagementaddons",
+            name,
+        )
+
+    def managed_cluster_addon(self, name: str, namespace: str) -> dict[str, Any] | None:
+        """The ManagedClusterAddOn ``name`` in the cluster namespace ``namespace``, or ``None``."""
+        return _object(
+            f"get managedclusteraddon {namespace}/{name}",
+            client.CustomObjectsApi(self._api).get_namespaced_custom_object,
+            ADDON_GROUP,
+            ADDON_VERSION,
+            namespace,
+            "managedclusteraddons",
+            name,
+        )
+
+    def placement_decisions(self, namespace: str, placement: str) -> list[dict[str, Any]]:
+        """The PlacementDecisions in ``namespace`` labelled ``cluster.open-cluster-management.io/placement=
+        <placement>``, sorted by name, each with its ``apiVersion`` and ``kind``; empty when none."""
+        answer = _call(
+            f"list placementdecisions of {namespace}/{placement}",
+            client.CustomObjectsApi(self._api).list_namespaced_custom_object,
+            PLACEMENT_GROUP,
+            PLACEMENT_VERSION,
+            namespace,
+            "placementdecisions",
+            label_selector=f"{PLACEMENT_LABEL}={placement}",
+            missing_ok=True,
+        )
+        items = [
+            {"apiVersion": f"{PLACEMENT_GROUP}/{PLACEMENT_VERSION}", "kind": "PlacementDecision", **item}
+            for item in (answer or {}).get("items") or []
+        ]
+        return sorted(items, key=lambda item: str((item.get("metadata") or {}).get("name")))
+
+
+class LeaseElector:
+    """Leader election on the Lease ``name`` in ``namespace`` for ``identity`` (client-go semantics)."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        namespace: str,
+        name: str,
+        identity: str,
+        *,
+        duration_s: float = 15.0,
+        clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+    ) -> None:
+        self._api = client.CoordinationV1Api(api_client)
+        self.namespace, self.name, self.identity = namespace, name, identity
+        self.duration_s = duration_s
+        self._clock = clock
+        self._leader = threading.Event()
+
+    @property
+    def is_leader(self) -> bool:
+        """True while the last ``try_acquire`` won or renewed the Lease."""
+        return self._leader.is_set()
+
+    def try_acquire(self) -> bool:
+        """Take or renew the Lease if it is free, expired or ours; True when we hold it afterwards.
+
+        A conflict (someone else updated it first) is a lost round, not an error; other API failures raise
+        ``ClusterError``.
+        """
+        now = self._clock()
+        try:
+            lease = self._api.read_namespaced_lease(self.name, self.namespace)
+        except ApiException as error:
+            if error.status != 404:
+                raise ClusterError(f"get lease {self.namespace}/{self.name}: {error.status} {error.reason}") from None
+            return self._won(self._create(now))
+        spec = lease.spec or client.V1LeaseSpec()
+        holder = spec.holder_identity
+        if holder and holder != self.identity and not self._expired(spec, now):
+            return self._won(False)
+        if holder != self.identity:
+            spec.acquire_time = now
+            spec.lease_transitions = (spec.lease_transitions or 0) + (1 if holder else 0)
+        spec.holder_identity = self.identity
+        spec.lease_duration_seconds = int(self.duration_s)
+        spec.renew_time = now
+        lease.spec = spec
+        try:
+            self._api.replace_namespaced_lease(self.name, self.namespace, lease)
+        except ApiException as error:
+            if error.status == 409:
+                return self._won(False)
+            raise ClusterError(f"update lease {self.namespace}/{self.name}: {error.status} {error.reason}") from None
+        return self._won(True)
+
+    def keep(self, stop: threading.Event) -> None:
+        """Try to take or renew the Lease every third of its duration until ``stop`` is set (run in a thread);
+        an API failure counts as not being the leader."""
+        while not stop.is_set():
+            try:
+                self.try_acquire()
+            except ClusterError:
+                self._leader.clear()
+            stop.wait(self.duration_s / 3)
+
+    def _create(self, now: datetime.datetime) -> bool:
+        spec = client.V1LeaseSpec(
+            holder_identity=self.identity,
+            lease_duration_seconds=int(self.duration_s),
+            acquire_time=now,
+            renew_time=now,
+            lease_transitions=0,
+        )
+        lease = client.V1Lease(metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace), spec=spec)
+        try:
+            self._api.create_namespaced_lease(self.namespace, lease)
+        except ApiException as error:
+            if error.status == 409:
+                return False
+            raise ClusterError(f"create lease {self.namespace}/{self.name}: {error.status} {error.reason}") from None
+        return True
+
+    def _expired(self, spec: Any, now: datetime.datetime) -> bool:
+        renewed = spec.renew_time or spec.acquire_time
+        if renewed is None:
+            return True
+        duration = datetime.timedelta(seconds=spec.lease_duration_seconds or self.duration_s)
+        return bool(renewed + duration < now)
+
+    def _won(self, won: bool) -> bool:
+        if won:
+            self._leader.set()
+        else:
+            self._leader.clear()
+        return won
+
+
+def _object(what: str, function: Callable[..., Any], *args: Any) -> dict[str, Any] | None:
+    """One object as a dict, ``None`` when absent (``_call`` with ``missing_ok``)."""
+    found = _call(what, function, *args, missing_ok=True)
+    return dict(found) if found is not None else None
+
+
+def _call(what: str, function: Callable[..., Any], *args: Any, missing_ok: bool = False, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``; failures raise ``ClusterError`` naming ``what``. With ``missing_ok``, HTTP
+    404 (no such object, or a kind the cluster does not serve) returns ``None``."""
+    try:
+        return function(*args, **kwargs)
+    except ApiException as error:
+        if missing_ok and error.status == 404:
+            return None
+        raise ClusterError(f"{what}: {error.status} {error.reason}") from None
+    except (OSError, HTTPError) as error:
+        raise ClusterError(f"{what}: {error}") from None

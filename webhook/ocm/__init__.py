@@ -1,0 +1,1 @@
+"""Open Cluster Management: the add-on installVersion lifecycle."""

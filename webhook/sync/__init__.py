@@ -1,0 +1,1 @@
+"""The GitOps sync loop: configuration, sources, views of the repository, one cycle."""

@@ -1,0 +1,534 @@
+"""One cycle of ``upgrade-gate sync``: fetch, read, resolve, plan, commit, push, open pull requests, report.
+
+A cycle, in order (``run_cycle``):
+
+1. lock the working clone (a second run on the same ``workdir`` fails at once instead of racing);
+2. fetch the remote and check out the base branch (``baseBranch`` of ``upgrade-gate.yaml``, read first from
+   the remote's default branch); list the forge's open pull requests, so an unreachable remote or forge fails
+   the cycle before anything is written;
+3. load the catalogs once, learn installed versions (manifests' status or the cluster), and plan every
+   extension (``webhook.plan.extensions``), every templated ClusterCatalog (``webhook.plan.templates``) and,
+   with ``addons`` configured, every add-on's next installVersion step (``webhook.plan.addons``, its
+   facts from ``webhook.sync.views``; an add-on waiting for its canaries is reported ``held``);
+4. per branch: leave it alone if a human committed to it; skip a change whose pull request (same branch,
+   same title) was closed without merging; keep a branch that already carries the change; otherwise commit
+   the change as one commit on the base branch and push every branch at once, each with a lease;
+5. push rejections (someone pushed in between) are retried from a freshly fetched base, up to
+   ``max_push_attempts`` times in all, then reported as failed; the base branch is never pushed;
+6. open or update one pull request per pushed or kept branch, withdraw (delete) bot branches whose proposal
+   became obsolete (closing their pull request).
+
+A second cycle with nothing new makes no commit, no push and no forge write. ``GitError`` (remote or forge
+unreachable), ``FetchError`` (a catalogd URL), ``CatalogError`` and ``InputError`` (``upgrade-gate.yaml``,
+a ``baseBranch`` the remote lacks) abort the cycle; a bad manifest
+only skips itself, reported ``invalid`` with its file and reason; an upgrade that cannot be worked out is
+``unresolved`` (``PROBLEMS``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import difflib
+import fcntl
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from webhook.errors import CatalogError, GitError, InputError, ManifestError
+from webhook.io.forges.api import Forge, PullRequest, make_forge
+from webhook.io.git import Credentials, Identity, NewCommit, RefUpdate, Repo
+from webhook.manifests import iter_yaml_documents, read_text
+from webhook.olm.resolve.revision import check_extension
+from webhook.plan.addons import SUBJECT_PREFIX, AddOnContext, addon_subject, plan_addon
+from webhook.plan.body import render_body
+from webhook.plan.extensions import (
+    ADDON_VERSION,
+    CATALOG_IMAGE,
+    HELD,
+    HUMAN,
+    INVALID,
+    NONE,
+    PROPOSE,
+    PUSH,
+    REMOVE,
+    UNRESOLVED,
+    UPDATE,
+    WITHDRAW,
+    BranchState,
+    Change,
+    FileChange,
+    Outcome,
+    PlanContext,
+    branch_action,
+    branch_name,
+    plan_extension,
+    plan_orphans,
+)
+from webhook.plan.manifests import (
+    REVISION_KIND,
+    Problem,
+    RevisionFile,
+    parse_revision,
+    read_addons,
+    read_extensions,
+    read_revisions,
+    rfc3339,
+)
+from webhook.plan.templates import plan_catalog_image
+from webhook.plan.verdicts import ApprovalCheck
+from webhook.sync.config import SyncConfig, load_config
+from webhook.sync.sources import CatalogCache, Catalogs, ClusterView, load_catalogs, with_installed
+from webhook.sync.views import AddOnView, ObjectsView, observe
+
+OPENED = "opened"
+"""A pull request opened for a branch that already carried the change (its earlier opening failed)."""
+PROBLEMS = (INVALID, UNRESOLVED, "failed")
+"""Actions that mean something needs a person: ``upgrade-gate sync`` exits 1 when an entry has one."""
+ACTIONS = ("proposed", "updated", "removed", "withdrawn", OPENED, HELD, "skipped", "unchanged", *PROBLEMS)
+_DONE = {
+    PROPOSE: "proposed",
+    UPDATE: "updated",
+    REMOVE: "removed",
+    CATALOG_IMAGE: "proposed",
+    ADDON_VERSION: "proposed",
+}
+
+Progress = Callable[[str, int, int], None]
+Verdict = Callable[[Change], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One line of the report: a subject (extension, ``clustercatalog/<name>``, ``addon/<name>`` or a file), what
+    happened (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some, for
+    a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known, and in a dry run the
+    unified diff the change would push (``diff``)."""
+
+    subject: str
+    action: str
+    reason: str
+    branch: str | None = None
+    from_version: str | None = None
+    to_version: str | None = None
+    file: str | None = None
+    pull_request: str | None = None
+    ready_at: str | None = None
+    diff: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a cycle did: the base branch and commit it read, every entry (sorted by subject), and the seconds
+    spent per phase (``fetch``, ``read``, ``catalogs``, ``resolve``, ``cluster`` (add-on lookups), ``plan`` (add-on
+    planning), ``git``, ``forge``)."""
+
+    base: str
+    commit: str
+    entries: tuple[Entry, ...]
+    timings: Mapping[str, float] = field(default_factory=dict)
+    dry_run: bool = False
+
+    def count(self, action: str) -> int:
+        """How many entries have ``action``."""
+        return sum(1 for e in self.entries if e.action == action)
+
+    @property
+    def problems(self) -> int:
+        """How many entries need a person (``PROBLEMS``: an invalid manifest, an unresolved upgrade, a failed
+        push)."""
+        return sum(1 for e in self.entries if e.action in PROBLEMS)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data (``-o json``)."""
+        return {
+            "base": self.base,
+            "commit": self.commit,
+            "dry_run": self.dry_run,
+            "counts": {a: self.count(a) for a in ACTIONS},
+            "entries": [asdict(e) for e in self.entries],
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOptions:
+    """Everything a cycle needs besides the repository's own ``upgrade-gate.yaml``.
+
+    ``repo`` is a Git URL or local path; ``workdir`` the sync loop's working clone (created on first use);
+    ``cluster`` is required for ``installed: cluster``, ``addons.installed: cluster`` and GVK image templates;
+    ``catalog_cache`` carries loaded catalogs from one cycle to the next (reuse the options across cycles);
+    ``clock`` returns the current UTC time. ``dry_run`` plans and reports (with each change's diff) but
+    commits, pushes and writes to the forge nothing (it still reads the remote and the forge).
+    """
+
+    repo: str
+    workdir: Path
+    credentials: Credentials = field(default_factory=Credentials)
+    forge_token: str = ""
+    cluster: ClusterView | None = None
+    max_push_attempts: int = 3
+    catalog_cache: CatalogCache = field(default_factory=CatalogCache)
+    progress: Progress | None = None
+    clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
+    dry_run: bool = False
+
+
+def run_cycle(options: SyncOptions) -> Report:
+    """Run one cycle (see the module docstring); raises ``GitError``, ``CatalogError`` or ``InputError``."""
+    with workdir_lock(options.workdir):
+        return _Cycle(options).run()
+
+
+@contextlib.contextmanager
+def workdir_lock(workdir: Path) -> Iterator[None]:
+    """Hold ``<workdir>.lock`` (``flock``, exclusive, not waiting); raises ``GitError`` if another run holds it."""
+    path = workdir.with_name(workdir.name + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise GitError(f"{workdir}: another upgrade-gate sync is running (lock {path})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class _Inputs:
+    config: SyncConfig
+    catalogs: Catalogs
+    installed: Mapping[str, tuple[str, str]] | None
+    kube_version: str | None
+    verdict: Verdict | None
+    addon_view: AddOnView | None
+
+
+class _Cycle:
+    def __init__(self, options: SyncOptions) -> None:
+        self.options = options
+        self.now = options.clock()
+        self.timings: dict[str, float] = {}
+        self.entries: dict[str, Entry] = {}
+        self.forge: Forge | None = None
+        self.open_pulls: dict[str, PullRequest] = {}
+
+    @contextlib.contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - start
+
+    def run(self) -> Report:
+        options = self.options
+        with self.timed("fetch"):
+            repo = Repo.open(options.repo, options.workdir, options.credentials)
+            repo.fetch()
+            base_sha = repo.checkout(repo.default_branch())
+            config = load_config(repo.path)
+            if repo.resolve(f"refs/remotes/origin/{config.base_branch}") is None:
+                raise InputError(f"upgrade-gate.yaml: baseBranch: the remote has no branch {config.base_branch}")
+            base_sha = repo.checkout(config.base_branch)
+            config = load_config(repo.path)
+        self.forge = make_forge(config.forge, options.forge_token)
+        with self.timed("forge"):
+            self.open_pulls = self.forge.open_pull_requests(config.base_branch) if self.forge else {}
+        inputs = self._inputs(repo.path, config)
+        scope: set[str] | None = None
+        for attempt in range(1, options.max_push_attempts + 1):
+            if attempt > 1:
+                with self.timed("fetch"):
+                    repo.fetch()
+                    base_sha = repo.checkout(config.base_branch)
+            rejected = self._attempt(repo, base_sha, inputs, scope)
+            if not rejected:
+                break
+            scope = set(rejected)
+            if attempt == options.max_push_attempts:
+                for subject, (branch, why) in rejected.items():
+                    reason = f"push rejected {attempt} times, last: {why}"
+                    self.entries[subject] = Entry(subject, "failed", reason, branch)
+        entries = tuple(self.entries[s] for s in sorted(self.entries))
+        return Report(config.base_branch, base_sha, entries, dict(self.timings), options.dry_run)
+
+    def _inputs(self, root: Path, config: SyncConfig) -> _Inputs:
+        cluster = self.options.cluster
+        from_cluster = config.installed == "cluster" and bool(config.extensions)
+        for key, wanted in (("installed", from_cluster), ("addons.installed", _addons_from_cluster(config))):
+            if wanted and cluster is None:
+                raise InputError(f"upgrade-gate.yaml: {key}: cluster needs a cluster (in-cluster or a kubeconfig)")
+        with self.timed("catalogs"):
+            catalogs = load_catalogs(root, config.catalogs, self.options.catalog_cache)
+            installed = cluster.installed_bundles() if cluster is not None and from_cluster else None
+            templated = bool(config.catalogs)
+            kube_version = config.kube_version or (
+                cluster.server_version() if cluster is not None and templated else None
+            )
+        for problem in catalogs.problems:
+            self._invalid(problem)
+        check = config.policy_check
+        verdict = ApprovalCheck(check, root, self.now).verdict if check is not None and self.forge else None
+        addon_view = cluster if _addons_from_cluster(config) else None
+        return _Inputs(config, catalogs, installed, kube_version, verdict, addon_view)
+
+    def _attempt(
+        self,
+        repo: Repo,
+        base_sha: str,
+        inputs: _Inputs,
+        scope: set[str] | None,
+    ) -> dict[str, tuple[str, str]]:
+        config = inputs.config
+        bot = Identity(config.author_name, config.author_email)
+        with self.timed("git"):
+            heads = repo.remote_branches(config.branch_prefix)
+            states = repo.branch_states(base_sha, heads, bot)
+        plan = self._plan(repo.path, inputs, states, scope)
+        commits: list[NewCommit] = []
+        updates: list[RefUpdate] = []
+        pending: dict[str, tuple[str, Change | Outcome, str]] = {}
+        for subject, item in sorted(plan.items()):
+            change = item if isinstance(item, Change) else None
+            if isinstance(item, Outcome) and item.action in ("skipped", INVALID, UNRESOLVED):
+                self.entries[subject] = Entry(subject, item.action, item.reason, file=item.file)
+                continue
+            branch = change.branch if change else branch_name(config.branch_prefix, subject)
+            state = states.get(branch)
+            action = branch_action(change, state)
+            if action == HUMAN and state is not None:
+                why = f"branch {branch} has commits by {', '.join(state.foreign_authors)}: left alone"
+                self.entries[subject] = Entry(subject, "skipped", why, branch)
+            elif action == NONE and isinstance(item, Outcome):
+                self.entries[subject] = Entry(subject, item.action, item.reason, ready_at=item.ready_at)
+            elif action == WITHDRAW and state is not None:
+                updates.append(RefUpdate(branch, None, state.head))
+                pending[branch] = (subject, item, action)
+            elif change is not None:
+                declined = self._declined(change, config.base_branch)
+                if declined is not None:
+                    self.entries[subject] = Entry(
+                        subject, "skipped", declined, branch, change.from_version, change.to_version
+                    )
+                    continue
+                if action == PUSH:
+                    commits.append(NewCommit(branch, base_sha, change.commit_message, change.files))
+                pending[branch] = (subject, change, action)
+        rejected: Mapping[str, str] = {}
+        if not self.options.dry_run:
+            with self.timed("git"):
+                shas = repo.commit(commits, bot, self.now)
+                updates += [RefUpdate(b, sha, states[b].head if b in states else None) for b, sha in shas.items()]
+                rejected = repo.push(updates, config.branch_prefix, config.base_branch).rejected
+        for branch, (subject, item, action) in sorted(pending.items()):
+            if branch not in rejected:
+                self._done(inputs, subject, item, action, branch, root=repo.path)
+        return {pending[b][0]: (b, why) for b, why in rejected.items()}
+
+    def _plan(
+        self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
+    ) -> dict[str, Change | Outcome]:
+        plan = self._extensions(root, inputs, states, scope) if inputs.config.extensions else {}
+        plan.update(self._templates(root, inputs, scope))
+        plan.update(self._addons(root, inputs, states, scope))
+        return plan
+
+    def _extensions(
+        self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
+    ) -> dict[str, Change | Outcome]:
+        config = inputs.config
+        context = PlanContext(config.revisions, config.branch_prefix, rfc3339(self.now))
+        with self.timed("read"):
+            extensions, problems = read_extensions(root, config.extensions)
+            revisions, revision_problems = read_revisions(root, config.revisions)
+        if inputs.installed is not None:
+            extensions = with_installed(extensions, inputs.installed)
+        for problem in (*problems, *revision_problems):
+            if scope is None:
+                self._invalid(problem)
+        per_extension: dict[str, list[RevisionFile]] = {}
+        for revision in revisions:
+            per_extension.setdefault(revision.extension, []).append(revision)
+        plan: dict[str, Change | Outcome] = {}
+        wanted = [e for e in extensions if scope is None or e.extension.name in scope]
+        catalogs = inputs.catalogs.catalogs
+        with self.timed("catalogs"):  # decode the packages resolution will read (catalogs keep blobs as text)
+            for catalog in catalogs:
+                for package in sorted({e.extension.source.package for e in wanted}):
+                    with contextlib.suppress(CatalogError):  # reported by the resolution that reads it
+                        catalog.package(package)
+        with self.timed("read"):
+            prefix = config.branch_prefix
+            proposed = {
+                e.extension.name: _branch_revisions(states.get(branch_name(prefix, e.extension.name))) for e in wanted
+            }
+        with self.timed("resolve"):
+            for index, entry in enumerate(wanted, start=1):
+                name = entry.extension.name
+                check = check_extension(entry.extension, catalogs)
+                plan[name] = plan_extension(entry, check, per_extension.get(name, []), proposed[name], context)
+                if self.options.progress is not None:
+                    self.options.progress(name, index, len(wanted))
+        known = {e.extension.name for e in extensions}
+        orphans = [r for r in revisions if r.extension not in known and (scope is None or r.extension in scope)]
+        if problems and orphans:
+            for name in sorted({r.extension for r in orphans}):
+                plan[name] = Outcome(name, "skipped", "not removed while ClusterExtension manifests have errors")
+        else:
+            plan.update((c.subject, c) for c in plan_orphans(orphans, context))
+        return plan
+
+    def _addons(
+        self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
+    ) -> dict[str, Change | Outcome]:
+        config = inputs.config.addons
+        if config is None:
+            return {}
+        with self.timed("read"):
+            found = read_addons(root, config.manifests)
+            texts = {file: read_text(root / file) for addon in found.addons for file in addon.files}
+        for problem in found.problems if scope is None else ():
+            self._invalid(problem)
+        view = inputs.addon_view or ObjectsView.of_documents(found)
+        prefix = inputs.config.branch_prefix
+        context = AddOnContext(config.canary_placements, config.canary_soak, prefix, self.now)
+        plan: dict[str, Change | Outcome] = {}
+        for addon in found.addons:
+            subject = addon_subject(addon.name)
+            if scope is None or subject in scope:
+                with self.timed("cluster"):
+                    state = observe(view, addon, config.canary_placements, config.installed)
+                with self.timed("plan"):
+                    plan[subject] = plan_addon(addon, texts, state, context)
+        known = {addon_subject(addon.name) for addon in found.addons}
+        for branch in sorted(states):
+            subject = branch.removeprefix(prefix)
+            if not subject.startswith(SUBJECT_PREFIX) or subject in known or (scope and subject not in scope):
+                continue
+            if found.problems:
+                plan[subject] = Outcome(subject, "skipped", "not withdrawn while add-on manifests have errors")
+            else:
+                gone = f"add-on {subject.removeprefix(SUBJECT_PREFIX)} is not in the repository any more"
+                plan[subject] = Outcome(subject, "unchanged", gone)
+        return plan
+
+    def _templates(self, root: Path, inputs: _Inputs, scope: set[str] | None) -> dict[str, Change | Outcome]:
+        cluster = self.options.cluster
+        lookup = cluster.get_object if cluster is not None else None
+        found: dict[str, Change | Outcome] = {}
+        for doc in inputs.catalogs.manifests:
+            text = read_text(root / doc.file)
+            item = plan_catalog_image(doc, text, inputs.kube_version, lookup, inputs.config.branch_prefix)
+            if item is not None and (scope is None or item.subject in scope):
+                found[item.subject] = item
+        return found
+
+    def _declined(self, change: Change, base: str) -> str | None:
+        forge = self.forge
+        if forge is None or change.branch in self.open_pulls:
+            return None
+        with self.timed("forge"):
+            closed = [p for p in forge.closed_pull_requests(change.branch, base) if p.title == change.title]
+        if not closed:
+            return None
+        return f"pull request #{closed[-1].number} ({change.title}) was closed without merging: not proposed again"
+
+    def _done(
+        self,
+        inputs: _Inputs,
+        subject: str,
+        item: Change | Outcome,
+        action: str,
+        branch: str,
+        *,
+        root: Path,
+    ) -> None:
+        dry_run = self.options.dry_run
+        forge = None if dry_run else self.forge
+        pull = self.open_pulls.get(branch)
+        if isinstance(item, Outcome):
+            if forge is not None and pull is not None:
+                with self.timed("forge"):
+                    forge.close_pull_request(pull)
+            url = pull.url if pull else None
+            deleted = "would be deleted (dry run)" if dry_run else "deleted"
+            if item.action == HELD:  # still waiting is the news; the branch proposed nothing new
+                why = f"{item.reason}; branch {branch} {deleted} until then"
+                self.entries[subject] = Entry(subject, HELD, why, branch, pull_request=url, ready_at=item.ready_at)
+                return
+            why = f"nothing to propose any more ({item.reason}): branch {branch} {deleted}"
+            self.entries[subject] = Entry(subject, "withdrawn", why, branch, pull_request=url)
+            return
+        url = pull.url if pull else None
+        opened = self.forge is not None and pull is None
+        if forge is not None:
+            with self.timed("forge"):
+                pull = self._ensure_pull(forge, pull, item, inputs)
+            self.open_pulls[branch] = pull
+            url = pull.url
+        done = _DONE[item.kind] if action == PUSH else OPENED if opened else "unchanged"
+        reason = item.reason if action == PUSH else f"branch {branch} already proposes this"
+        if done == OPENED:
+            reason = f"pull request opened: {reason}"
+        diff = file_diff(root, item.files) if dry_run and action == PUSH else None
+        self.entries[subject] = Entry(
+            subject, done, reason, branch, item.from_version, item.to_version, pull_request=url, diff=diff
+        )
+
+    def _invalid(self, problem: Problem) -> None:
+        """Report a manifest that cannot be used: its file (and line) as the subject, the reason beside it."""
+        subject = f"{problem.file}:{problem.line}" if problem.line else problem.file
+        self.entries[subject] = Entry(subject, INVALID, problem.reason, file=problem.file)
+
+    def _ensure_pull(self, forge: Forge, pull: PullRequest | None, change: Change, inputs: _Inputs) -> PullRequest:
+        body = render_body(change, inputs.verdict(change) if inputs.verdict is not None else None)
+        config = inputs.config
+        if pull is None:
+            labels, reviewers = config.forge.labels, config.forge.reviewers
+            return forge.create_pull_request(
+                change.branch, config.base_branch, change.title, body, labels=labels, reviewers=reviewers
+            )
+        if pull.title != change.title or pull.body != body:
+            return forge.update_pull_request(pull, change.title, body)
+        return pull
+
+
+def file_diff(root: Path, files: Sequence[FileChange]) -> str:
+    """The unified diff (``git diff`` style headers) that writing ``files`` makes to the tree at ``root``."""
+    chunks: list[str] = []
+    for change in files:
+        path = root / change.path
+        old = read_text(path) if path.is_file() else None
+        chunks.extend(
+            difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (change.content or "").splitlines(keepends=True),
+                "/dev/null" if old is None else f"a/{change.path}",
+                "/dev/null" if change.content is None else f"b/{change.path}",
+            )
+        )
+    return "".join(chunks)
+
+
+def _addons_from_cluster(config: SyncConfig) -> bool:
+    return config.addons is not None and config.addons.installed == "cluster"
+
+
+def _branch_revisions(state: BranchState | None) -> list[RevisionFile]:
+    """The revisions a bot branch writes (to keep their ``availableSince``); unreadable ones are ignored."""
+    if state is None or state.changes is None:
+        return []
+    found = []
+    for change in state.changes:
+        if change.content is None:
+            continue
+        with contextlib.suppress(ManifestError):
+            for document, _ in iter_yaml_documents(change.content, change.path):
+                if isinstance(document, dict) and document.get("kind") == REVISION_KIND:
+                    found.append(parse_revision(change.path, document))
+    return found

@@ -1,0 +1,93 @@
+"""Where the add-on planner's facts come from: the cluster, or offline the repository's manifests.
+
+``AddOnView`` is the protocol (``webhook.io.kube.cluster.Cluster`` implements it with the kubernetes client);
+``ObjectsView`` implements it over objects in memory, the manifests read from the repository (``installed:
+status``) or a test's fake cluster. Objects keep the shapes of Open Cluster Management's API:
+``addon.open-cluster-management.io/v1alpha1`` ClusterManagementAddOn (cluster-scoped) and ManagedClusterAddOn
+(in the cluster's namespace), ``cluster.open-cluster-management.io/v1beta1`` PlacementDecision (labelled
+``cluster.open-cluster-management.io/placement: <placement>``, ``status.decisions[].clusterName``).
+
+``observe`` asks a view what ``plan_addon`` needs for one add-on: three kinds of lookup, a few calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from webhook.plan.addons import PLACEMENT_LABEL, AddOnState, decided_clusters, listed_canaries
+from webhook.plan.manifests import (
+    MANAGED_ADDON_KIND,
+    MANAGEMENT_ADDON_KIND,
+    PLACEMENT_DECISION_KIND,
+    AddOnDocuments,
+    AddOnManifests,
+)
+
+
+class AddOnView(Protocol):
+    """Read-only lookups of add-on objects (JSON-shaped mappings, as the API returns them)."""
+
+    def cluster_management_addon(self, name: str) -> Mapping[str, Any] | None:
+        """The ClusterManagementAddOn ``name``, or ``None``."""
+
+    def placement_decisions(self, namespace: str, placement: str) -> Sequence[Mapping[str, Any]]:
+        """The PlacementDecisions in ``namespace`` labelled ``cluster.open-cluster-management.io/placement:
+        <placement>``, sorted by name; empty when there are none (or the kind is not served)."""
+
+    def managed_cluster_addon(self, name: str, namespace: str) -> Mapping[str, Any] | None:
+        """The ManagedClusterAddOn ``name`` in the cluster namespace ``namespace``, or ``None``."""
+
+
+class ObjectsView:
+    """An ``AddOnView`` over objects in memory; objects of other kinds, or without a name, are ignored.
+
+    Kinds are matched by name whatever the API version, since manifests in Git may use v1alpha1 or v1beta1.
+    """
+
+    def __init__(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        self._objects: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        self._decisions: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
+        for item in objects:
+            metadata = item.get("metadata") or {}
+            kind, name, namespace = item.get("kind"), metadata.get("name"), str(metadata.get("namespace") or "")
+            if not isinstance(kind, str) or not isinstance(name, str):
+                continue
+            self._objects[(kind, namespace, name)] = item
+            placement = (metadata.get("labels") or {}).get(PLACEMENT_LABEL)
+            if kind == PLACEMENT_DECISION_KIND and isinstance(placement, str):
+                self._decisions.setdefault((namespace, placement), []).append((name, item))
+
+    @classmethod
+    def of_documents(cls, found: AddOnDocuments) -> ObjectsView:
+        """The view of the repository's add-on manifests and PlacementDecisions, status included."""
+        docs = [*found.decisions]
+        for addon in found.addons:
+            docs += [*([addon.management] if addon.management else []), *addon.managed]
+        return cls(doc.manifest for doc in docs)
+
+    def cluster_management_addon(self, name: str) -> Mapping[str, Any] | None:
+        """See ``AddOnView``."""
+        return self._objects.get((MANAGEMENT_ADDON_KIND, "", name))
+
+    def placement_decisions(self, namespace: str, placement: str) -> Sequence[Mapping[str, Any]]:
+        """See ``AddOnView``."""
+        return [item for _, item in sorted(self._decisions.get((namespace, placement), ()), key=lambda d: d[0])]
+
+    def managed_cluster_addon(self, name: str, namespace: str) -> Mapping[str, Any] | None:
+        """See ``AddOnView``."""
+        return self._objects.get((MANAGED_ADDON_KIND, namespace, name))
+
+
+def observe(view: AddOnView, addon: AddOnManifests, canary_placements: Sequence[str], source: str) -> AddOnState:
+    """What ``view`` says about ``addon``: its ClusterManagementAddOn, the PlacementDecisions of the configured
+    canary placements it lists, and its ManagedClusterAddOns on the clusters they decide. ``source`` is
+    ``cluster`` or ``status``. Raises what the view raises (``ClusterError`` from a cluster)."""
+    management = view.cluster_management_addon(addon.name)
+    decisions = [
+        decision
+        for canary in listed_canaries(addon, management, canary_placements)
+        for decision in view.placement_decisions(*canary.split("/", 1))
+    ]
+    canaries = [view.managed_cluster_addon(addon.name, cluster) for cluster in decided_clusters(decisions)]
+    return AddOnState(management, tuple(decisions), tuple(c for c in canaries if c is not None), source)
