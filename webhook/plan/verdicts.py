@@ -11,7 +11,7 @@ whose ``spec.installVersion`` moves; ``cluster.get()``/``cluster.list()`` see th
 ClusterManagementAddOn, the canary PlacementDecisions and the canary ManagedClusterAddOns the plan read.
 
 Every request comes from ``policyCheck.username`` and ``groups`` and runs through the policy engine as the
-webhook would (mutation, then validation of the patched object; ``webhook.policy.suites.admit``), with
+webhook would (mutation, then validation of the patched object; ``PolicyEngine.admit``), with
 ``clock.now()`` at the cycle's time.
 """
 
@@ -30,7 +30,6 @@ from webhook.olm.resolve.extension import API_VERSION
 from webhook.plan.extensions import AddOnFacts, Change, UpgradeFacts
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
-from webhook.policy.suites import admit
 
 RESOURCE = {"group": "olm.operatorframework.io", "version": "v1", "resource": "clusterextensionrevisions"}
 KIND = {"group": "olm.operatorframework.io", "version": "v1", "kind": "ClusterExtensionRevision"}
@@ -125,7 +124,7 @@ class ApprovalCheck:
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"},
         }
         namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-        decision = admit(engine, request, namespace_object if namespace else None, self.now).validated
+        decision = engine.admit(request, namespace_object if namespace else None, now=self.now).validated
         return None if decision.allowed else decision.message
 
 

@@ -1,7 +1,8 @@
 """The policy engine: one admission request in, one ``Decision`` out. Pure: no HTTP, no cluster, no files.
 
 ``PolicyEngine(policy_set, store).validate(request, namespace)`` runs the ValidatingAdmissionPolicies,
-``.mutate(request, namespace)`` the MutatingAdmissionPolicies (``webhook.policy.mutation``). ``request`` is
+``.mutate(request, namespace)`` the MutatingAdmissionPolicies (``webhook.policy.mutation``), and ``.admit``
+both as the kube-apiserver chains them (mutation, then validation of the patched object). ``request`` is
 the ``request`` of an ``admission.k8s.io/v1`` AdmissionReview as a dict; ``namespace`` is the request's
 Namespace object (``None`` for cluster-scoped requests, or when unknown: a namespaced request then fails
 as upstream does, ``namespaces "<name>" not found``).
@@ -21,12 +22,15 @@ error), and object conversion for ``matchPolicy: Equivalent`` (see ``webhook.pol
 
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
+
+import jsonpatch
 
 from webhook.objects import ObjectStore
 from webhook.policy import mutation
@@ -100,6 +104,16 @@ class _Outcome:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What the request pipeline produced for one request: the mutating decision, the validating decision on the
+    patched object, and that object."""
+
+    mutated: Decision
+    validated: Decision
+    patched: Any = field(default=None)
+
+
 class PolicyEngine:
     """A loaded ``PolicySet`` ready to admit requests; params and ``cluster.get/list`` lookups read ``store``.
 
@@ -170,6 +184,27 @@ class PolicyEngine:
         inputs = self.inputs(request, namespace, now)
         found = invocations(self._mutating, inputs, self.store, self.cluster_scoped_kinds)
         return mutation.mutate(request, inputs, found)
+
+    def admit(
+        self,
+        request: Mapping[str, Any],
+        namespace: Mapping[str, Any] | None = None,
+        *,
+        now: datetime.datetime | None = None,
+    ) -> Admission:
+        """Run ``request`` through mutation, then validation of the patched object, as the apiserver does, at the
+        request time ``now`` (default: the current time).
+
+        A denial by a mutating policy ends the request there (the validating policies do not run).
+        """
+        mutated = self.mutate(request, namespace, now=now)
+        if not mutated.allowed:
+            return Admission(mutated, mutated, request.get("object"))
+        patched = request.get("object")
+        if mutated.patch:
+            patched = jsonpatch.apply_patch(copy.deepcopy(patched), list(mutated.patch))
+        validated = self.validate({**request, "object": patched}, namespace, now=now)
+        return Admission(mutated, validated, patched)
 
 
 def _with_bindings(policies: tuple[Any, ...], bindings: tuple[Binding, ...]) -> tuple[tuple[Any, tuple[Any, ...]], ...]:

@@ -35,23 +35,19 @@ load fails that suite only (``SuiteResult.error``), the other suites still run.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import jsonpatch
 
 from webhook.errors import InputError, UpgradeGateError
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.objects import InMemoryObjectStore
-from webhook.policy.decision import Decision
-from webhook.policy.engine import PolicyEngine
+from webhook.policy.engine import Admission, PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.settings import DEFAULT_CEL_ENGINE
 
@@ -86,16 +82,6 @@ class Suite:
     objects: tuple[Mapping[str, Any], ...]
     now: datetime.datetime | None
     cases: tuple[Case, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Admission:
-    """What the request pipeline produced for one case: the mutating decision, the validating decision on the
-    patched object, and that object."""
-
-    mutated: Decision
-    validated: Decision
-    patched: Any = field(default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +158,7 @@ def run_suite(suite: Suite, *, engine: str = DEFAULT_CEL_ENGINE) -> SuiteResult:
         store = InMemoryObjectStore([*policies.params, *suite.objects, *case.objects])
         now = case.now or suite.now or datetime.datetime.now(datetime.UTC)
         try:
-            admission = admit(PolicyEngine(policies, store), case.request, case.namespace, now)
+            admission = PolicyEngine(policies, store).admit(case.request, case.namespace, now=now)
         except UpgradeGateError as error:
             failures: tuple[str, ...] = (f"the request could not be admitted: {error}",)
             results.append(CaseResult(suite.name, case.name, failures, time.perf_counter() - start))
@@ -181,27 +167,6 @@ def run_suite(suite: Suite, *, engine: str = DEFAULT_CEL_ENGINE) -> SuiteResult:
         elapsed = time.perf_counter() - start
         results.append(CaseResult(suite.name, case.name, failures, elapsed, admission))
     return SuiteResult(suite.name, suite.file, tuple(results))
-
-
-def admit(
-    engine: PolicyEngine,
-    request: Mapping[str, Any],
-    namespace: Mapping[str, Any] | None,
-    now: datetime.datetime | None = None,
-) -> Admission:
-    """Run ``request`` through mutation, then validation of the patched object, as the apiserver does, at the
-    request time ``now`` (default: the current time).
-
-    A denial by a mutating policy ends the request there (the validating policies do not run).
-    """
-    mutated = engine.mutate(request, namespace, now=now)
-    if not mutated.allowed:
-        return Admission(mutated, mutated, request.get("object"))
-    patched = request.get("object")
-    if mutated.patch:
-        patched = jsonpatch.apply_patch(copy.deepcopy(patched), list(mutated.patch))
-    validated = engine.validate({**request, "object": patched}, namespace, now=now)
-    return Admission(mutated, validated, patched)
 
 
 def _check(expect: Mapping[str, Any], admission: Admission) -> Iterator[str]:
