@@ -58,15 +58,20 @@ def load_manifest(path: Path, kind: str) -> dict[str, Any]:
 
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+"""The file suffixes of manifests (JSON is YAML)."""
+
+
+def manifest_files(directory: Path, *, recursive: bool = True) -> list[Path]:
+    """The manifest files (``MANIFEST_SUFFIXES``) in ``directory``, below it too when ``recursive``, sorted."""
+    found = directory.rglob("*") if recursive else directory.iterdir()
+    return sorted(p for p in found if p.suffix in MANIFEST_SUFFIXES and p.is_file())
 
 
 def load_manifests(path: Path, kind: str) -> list[tuple[dict[str, Any], str]]:
     """Every manifest of ``kind`` in a file or under a directory (``*.yaml``, ``*.yml``, ``*.json``, recursively,
     in path order), each with its origin ``<file>:<line>``. Raises ``ManifestError`` naming the file when one
     cannot be read or parsed, or when there is none."""
-    files = (
-        sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file()) if path.is_dir() else [path]
-    )
+    files = manifest_files(path) if path.is_dir() else [path]
     found = [
         (dict(document), f"{file}:{line}")
         for file in files

@@ -26,7 +26,8 @@ So ``v1 < v2 < v10`` and ``v2 == v2.0.0`` in order, while *membership* in ``supp
 string. In the lifecycle's examples "invalid version v3 / v0" are well-formed versions that are not in
 ``supportedVersions`` [v1, v2]; a malformed string (``latest``) is invalid too.
 
-Upstream Open Cluster Management (shared/reference/peers.md §C) has no ``installVersion``: a rollout is a
+Upstream Open Cluster Management (its addon-manager and the ``addon.open-cluster-management.io/v1alpha1`` API) has
+no ``installVersion``: a rollout is a
 change of the **config set** (``ManagedClusterAddOn.spec.configs``, a placement's ``configs``), tracked in
 status as ``desiredConfig`` / ``lastAppliedConfig`` / ``lastKnownGoodConfig`` with ``Progressing`` reason
 ``Completed`` on success. What maps onto the installVersion lifecycle, and what does not:

@@ -26,7 +26,7 @@ from typing import Any
 import semver
 
 from webhook.errors import CatalogError, InvalidVersion, ManifestError
-from webhook.manifests import iter_yaml_documents, load_manifest
+from webhook.manifests import MANIFEST_SUFFIXES, iter_yaml_documents, load_manifest
 from webhook.olm.versions import parse_version
 
 PACKAGE, CHANNEL, BUNDLE, DEPRECATIONS = "olm.package", "olm.channel", "olm.bundle", "olm.deprecations"
@@ -493,7 +493,7 @@ def _catalog_files(root: Path) -> list[Path]:
     files = [
         p
         for p in root.rglob("*")
-        if p.suffix in (".json", ".yaml", ".yml")
+        if p.suffix in MANIFEST_SUFFIXES
         and p.name != CLUSTER_CATALOG_FILE
         and not any(part.startswith(".") for part in p.relative_to(root).parts)
         and p.is_file()
@@ -518,7 +518,7 @@ def load_catalog(location: str | Path) -> Catalog:
             _add_blobs(catalog, file, str(file), folder)
         return catalog
     if path.is_file():
-        catalog = Catalog(path.stem if path.suffix in (".json", ".yaml", ".yml") else path.name)
+        catalog = Catalog(path.stem if path.suffix in MANIFEST_SUFFIXES else path.name)
         _add_blobs(catalog, path, str(path), None)
         return catalog
     raise CatalogError(f"{path}: no such catalog file or directory")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.errors import ManifestError
-from webhook.manifests import MANIFEST_SUFFIXES, iter_yaml_documents, read_text
+from webhook.manifests import iter_yaml_documents, manifest_files, read_text
 from webhook.olm.resolve.extension import API_VERSION, ClusterExtension
 from webhook.olm.resolve.revision import RevisionProposal
 
@@ -113,7 +113,7 @@ def matching_files(root: Path, patterns: Iterable[str]) -> list[str]:
             continue
         path = root / pattern
         if path.is_dir():
-            found.update(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+            found.update(manifest_files(path))
         elif path.is_file():
             found.add(path)
     return sorted(_relative(p, root) for p in found)

@@ -17,8 +17,7 @@ from typing import Any
 import yaml
 
 from webhook.errors import PolicyLoadError
-
-_SUFFIXES = (".yaml", ".yml", ".json")
+from webhook.manifests import manifest_files
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +128,7 @@ def policy_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     (sorted, not recursive, like ``kubectl apply -f DIR``). Raises ``PolicyLoadError`` for a missing path."""
     for path in map(Path, paths):
         if path.is_dir():
-            yield from sorted(p for p in path.iterdir() if p.suffix in _SUFFIXES and p.is_file())
+            yield from manifest_files(path, recursive=False)
         elif path.is_file():
             yield path
         else:

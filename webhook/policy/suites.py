@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.errors import InputError, UpgradeGateError
-from webhook.manifests import iter_yaml_documents, read_text
+from webhook.manifests import iter_yaml_documents, manifest_files, read_text
 from webhook.objects import InMemoryObjectStore
 from webhook.policy.engine import Admission, PolicyEngine
 from webhook.policy.loader import load_policy_set
@@ -121,7 +121,7 @@ def suite_files(paths: Iterable[str | Path]) -> list[Path]:
     found: set[Path] = set()
     for path in map(Path, paths):
         if path.is_dir():
-            found.update(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+            found.update(manifest_files(path))
         elif path.exists():
             found.add(path)
         else:

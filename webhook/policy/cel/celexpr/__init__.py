@@ -3,5 +3,5 @@
 Same front end as the cel-python backend (its parser and load-time checker, so both accept exactly the same
 policies), then cel-cpp's own type checker and evaluator; the library functions of ``libraries/`` are
 registered as typed cel-cpp overloads (``functions.py``) and library values travel as run-time protobuf
-messages (``types.py``). Notes on the engine: ``/work/shared/reference/cel-engines.md``.
+messages (``types.py``). The README's "CEL engines" section compares the two backends.
 """
