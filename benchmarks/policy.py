@@ -22,10 +22,11 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from webhook.objects import InMemoryObjectStore
 from webhook.policy import model
+from webhook.policy.cel import Program
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.settings import CEL_ENGINES
@@ -117,10 +118,10 @@ class Recorder:
     """Wraps every compiled program of a policy set to record (program, activation) of each call."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[model.Program, Mapping[str, Any]]] = []
+        self.calls: list[tuple[Program, Mapping[str, Any]]] = []
         self.recording = False
 
-    def wrap(self, program: model.Program) -> model.Program:
+    def wrap(self, program: Program) -> Program:
         recorder = self
 
         class Recorded:
@@ -132,7 +133,7 @@ class Recorder:
                     recorder.calls.append((program, activation))
                 return program.evaluate(activation)
 
-        return Recorded()
+        return cast(Program, Recorded())  # duck-typed: the engine only calls evaluate and reads result_type
 
 
 def instrument(value: Any, recorder: Recorder) -> None:
@@ -147,7 +148,7 @@ def instrument(value: Any, recorder: Recorder) -> None:
             instrument(item, recorder)
 
 
-def replay(calls: list[tuple[model.Program, Mapping[str, Any]]]) -> None:
+def replay(calls: list[tuple[Program, Mapping[str, Any]]]) -> None:
     for program, activation in calls:
         program.evaluate(activation)
 

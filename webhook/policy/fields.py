@@ -16,10 +16,11 @@ from typing import Any, Protocol
 
 from webhook.errors import CelCompileError
 from webhook.policy import apivalidation as api
+from webhook.policy.cel import Program
 from webhook.policy.documents import Document, MarkedList, MarkedMap, Position, position_in_scalar
 from webhook.policy.initializers import Rewritten
 from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
-from webhook.policy.model import Expression, Program
+from webhook.policy.model import Expression
 
 
 class Compiler(Protocol):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from webhook.objects import LabelSelector
+from webhook.policy.cel import Program
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 FAIL = "Fail"
@@ -26,21 +27,6 @@ AUDIT = "Audit"
 ALLOW = "Allow"
 JSON_PATCH = "JSONPatch"
 APPLY_CONFIGURATION = "ApplyConfiguration"
-
-
-class Program(Protocol):
-    """A compiled CEL expression (``webhook.policy.cel.Program``).
-
-    ``evaluate`` takes an activation (variable name → CEL value) and returns a CEL value; it raises
-    ``webhook.errors.CelEvaluationError`` (or its subclass ``CostLimitExceeded``) and nothing else.
-    ``result_type``: the checked type of the result (``bool``, ``dyn``, ...), ``None`` if unknown.
-    """
-
-    result_type: str | None
-
-    def evaluate(self, activation: Mapping[str, Any]) -> Any:
-        """Evaluate against ``activation``."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
