@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -13,13 +12,13 @@ from typing import Any
 import click
 
 from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
-from webhook.conditions import format_time
-from webhook.errors import ClusterError, InputError, UpgradeGateError
+from webhook.errors import ClusterError, InputError
 from webhook.io.git import Credentials
 from webhook.io.kube.cluster import Cluster, LeaseElector, connect
 from webhook.settings import SyncSettings
 from webhook.sync.config import parse_duration as config_duration
 from webhook.sync.cycle import ACTIONS, PROBLEMS, Report, SyncOptions, run_cycle
+from webhook.sync.loop import run_loop
 from webhook.sync.sources import ClusterView
 
 _COLUMNS = ("SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL REQUEST", "REASON")
@@ -108,34 +107,13 @@ def sync(
         elector = LeaseElector(
             api_client, settings.namespace, settings.lease_name, identity, duration_s=settings.lease_duration_s
         )
-    _loop(options, period, output, elector)
-
-
-def _loop(options: SyncOptions, period: float, output: str, elector: LeaseElector | None) -> None:
-    """Run a cycle every ``period`` seconds while leader; an error is reported and the next cycle recovers."""
-    stop = threading.Event()
-    if elector is not None:
-        threading.Thread(target=elector.keep, args=(stop,), daemon=True, name="lease").start()
-    previous: Report | None = None
-    try:
-        next_run = time.monotonic()
-        while True:
-            if elector is not None and not elector.is_leader:
-                stop.wait(1.0)
-                continue
-            if time.monotonic() >= next_run:
-                next_run = time.monotonic() + period
-                stamp = format_time(options.clock())
-                try:
-                    report = run_cycle(options)
-                except UpgradeGateError as error:
-                    click.echo(f"upgrade-gate: {stamp}: {error}", err=True)
-                else:
-                    _render(report, output, stamp=stamp, previous=previous)
-                    previous = report
-            stop.wait(min(1.0, max(0.0, next_run - time.monotonic())))
-    except KeyboardInterrupt:
-        stop.set()
+    run_loop(
+        options,
+        period,
+        elector,
+        on_report=lambda report, stamp, previous: _render(report, output, stamp=stamp, previous=previous),
+        on_error=lambda stamp, error: click.echo(f"upgrade-gate: {stamp}: {error}", err=True),
+    )
 
 
 def _api_client(settings: SyncSettings) -> Any:
