@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import semver
 
 from webhook.errors import InvalidConstraint, InvalidVersion
+from webhook.golang import quote as go_quote
 
 __all__ = ["Constraint", "SkipRange", "parse_constraint", "parse_skip_range", "parse_version"]
 
@@ -38,30 +39,6 @@ _DIGITS = frozenset("0123456789")
 _ALPHANUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-")
 # Go's unicode.IsSpace, used by strings.TrimSpace.
 _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def _quote(text: str) -> str:
-    """``text`` quoted as Go's ``%q`` (``strconv.Quote``) does."""
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch.isprintable():
-            out.append(ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -81,9 +58,9 @@ def _version_key(version: semver.Version) -> _Key:
 def _blang_number(text: str, part: str) -> int:
     """One of major/minor/patch as blang ``Parse`` reads it; raises ``InvalidVersion`` (blang's text)."""
     if not set(text) <= _DIGITS:
-        raise InvalidVersion(f"Invalid character(s) found in {part} number {_quote(text)}")
+        raise InvalidVersion(f"Invalid character(s) found in {part} number {go_quote(text)}")
     if len(text) > 1 and text[0] == "0":
-        raise InvalidVersion(f"{part.capitalize()} number must not contain leading zeroes {_quote(text)}")
+        raise InvalidVersion(f"{part.capitalize()} number must not contain leading zeroes {go_quote(text)}")
     return _parse_uint64(text)
 
 
@@ -93,7 +70,7 @@ def _parse_uint64(digits: str) -> int:
         raise InvalidVersion('strconv.ParseUint: parsing "": invalid syntax')
     value = int(digits)
     if value > _UINT64_MAX:
-        raise InvalidVersion(f"strconv.ParseUint: parsing {_quote(digits)}: value out of range")
+        raise InvalidVersion(f"strconv.ParseUint: parsing {go_quote(digits)}: value out of range")
     return value
 
 
@@ -116,15 +93,15 @@ def _blang_parse(text: str) -> tuple[int, int, int, list[str], list[str]]:
             raise InvalidVersion("Prerelease is empty")
         if set(ident) <= _DIGITS:
             if len(ident) > 1 and ident[0] == "0":
-                raise InvalidVersion(f"Numeric PreRelease version must not contain leading zeroes {_quote(ident)}")
+                raise InvalidVersion(f"Numeric PreRelease version must not contain leading zeroes {go_quote(ident)}")
             _parse_uint64(ident)
         elif not set(ident) <= _ALPHANUM:
-            raise InvalidVersion(f"Invalid character(s) found in prerelease {_quote(ident)}")
+            raise InvalidVersion(f"Invalid character(s) found in prerelease {go_quote(ident)}")
     for ident in build:
         if not ident:
             raise InvalidVersion("Build meta data is empty")
         if not set(ident) <= _ALPHANUM:
-            raise InvalidVersion(f"Invalid character(s) found in build meta data {_quote(ident)}")
+            raise InvalidVersion(f"Invalid character(s) found in build meta data {go_quote(ident)}")
     return major, minor, patch, pre, build
 
 
@@ -139,7 +116,7 @@ def parse_version(text: str) -> semver.Version:
     try:
         major, minor, patch, pre, build = _blang_parse(text)
     except InvalidVersion as err:
-        raise InvalidVersion(f"invalid version {_quote(text)}: {err}") from None
+        raise InvalidVersion(f"invalid version {go_quote(text)}: {err}") from None
     return semver.Version(major, minor, patch, ".".join(pre) or None, ".".join(build) or None)
 
 
@@ -349,14 +326,14 @@ def parse_constraint(text: str) -> Constraint:
     for group in or_groups:
         terms = _split_group(group)
         if terms is None:
-            raise InvalidConstraint(f"improper constraint: {_quote(group)}")
+            raise InvalidConstraint(f"improper constraint: {go_quote(group)}")
         tests: list[_Test] = []
         prerelease = False
         for op, cv in terms:
             try:
                 test, has_pre = _mm_term(op, cv)
             except ValueError:
-                raise InvalidConstraint(f"constraint parser error: {_quote(op + cv)}") from None
+                raise InvalidConstraint(f"constraint parser error: {go_quote(op + cv)}") from None
             tests.append(test)
             prerelease = prerelease or has_pre
         groups.append(_Group(prerelease, tuple(tests)))
@@ -393,7 +370,7 @@ def _split_comparator(token: str) -> tuple[str, str]:
     for i, ch in enumerate(token):
         if ch.isdecimal():
             return token[:i].strip(_GO_SPACE), token[i:]
-    raise InvalidConstraint(f"Could not get version from string: {_quote(token)}")
+    raise InvalidConstraint(f"Could not get version from string: {go_quote(token)}")
 
 
 def _bump(flat: str, index: int) -> str:
@@ -499,15 +476,15 @@ def parse_skip_range(text: str) -> SkipRange:
             op, version = _split_comparator(token)
             if op not in _BLANG_OPS:
                 raise InvalidConstraint(
-                    f"Could not parse Range {_quote(token)}: "
-                    f"Could not parse comparator {_quote(op)} in {_quote(op + version)}"
+                    f"Could not parse Range {go_quote(token)}: "
+                    f"Could not parse comparator {go_quote(op)} in {go_quote(op + version)}"
                 )
             try:
                 major, minor, patch, pre, _ = _blang_parse(version)
             except InvalidVersion as err:
                 raise InvalidConstraint(
-                    f"Could not parse Range {_quote(token)}: "
-                    f"Could not parse version {_quote(version)} in {_quote(op + version)}: {err}"
+                    f"Could not parse Range {go_quote(token)}: "
+                    f"Could not parse version {go_quote(version)} in {go_quote(op + version)}: {err}"
                 ) from None
             bound = (major, minor, patch, _prerelease_key(".".join(pre)) if pre else _RELEASE)
             tests.append(_mm_test(_BLANG_OPS[op], bound, False, False, False))

@@ -13,6 +13,8 @@ import json
 import re
 from collections.abc import Iterable
 
+from webhook.golang import quote as go_quote
+
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + r"(\." + _DNS1123_LABEL + r")*"
 _DNS1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
@@ -101,7 +103,7 @@ def is_cel_identifier(value: str) -> bool:
 
 def quote(value: object) -> str:
     """``value`` the way ``field.Error`` prints it: strings in Go ``%q`` style, the rest as JSON."""
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return go_quote(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def required(detail: str = "") -> str:

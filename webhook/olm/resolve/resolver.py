@@ -19,22 +19,17 @@ Deterministic where upstream is not: bundles of equal version and release are or
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from webhook.errors import InputError, InvalidConstraint, InvalidVersion, ResolutionError
+from webhook.golang import quote as go_quote
 from webhook.objects import LabelSelector
 from webhook.olm.catalog import Bundle, Catalog, Deprecation, Package, VersionRelease
 from webhook.olm.resolve.extension import CatalogSource, InstalledBundle
 from webhook.olm.resolve.predicates import InAnyChannel, InVersionRange, Predicate, SuccessorOf, channel_list
 from webhook.olm.resolve.successors import Edge, Successors
 from webhook.olm.versions import parse_constraint
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q`` for the strings upstream quotes (names, versions, ranges)."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,10 +26,10 @@ is the parse error. Error texts are Kubernetes' up to the address-level reason, 
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 
 from webhook.errors import CelEvaluationError
+from webhook.golang import quote as go_quote
 from webhook.policy.cel.libraries.registry import Namespace, Overload, function, member, namespaced
 
 NAMESPACE = Namespace("ip")
@@ -82,11 +82,6 @@ class CIDR:
         return f"{self.address}/{self.bits}"
 
 
-def _quote(text: str) -> str:
-    """Go's ``%q`` for the strings that reach error messages."""
-    return json.dumps(text, ensure_ascii=False)
-
-
 def _parse_address(text: str) -> tuple[Address | None, str]:
     """The address and its IPv6 zone (netip ``ParseAddr``), or ``(None, '')`` if it does not parse."""
     address, _, zone = text.partition("%") if ":" in text else (text, "", "")
@@ -99,7 +94,7 @@ def _parse_address(text: str) -> tuple[Address | None, str]:
 
 
 def _address_error(text: str) -> str:
-    return f"ParseAddr({_quote(text)}): unable to parse IP"
+    return f"ParseAddr({go_quote(text)}): unable to parse IP"
 
 
 def parse_ip(text: str) -> IP:
@@ -107,12 +102,12 @@ def parse_ip(text: str) -> IP:
     address, zone = _parse_address(text)
     if address is None:
         raise CelEvaluationError(
-            f"IP Address {_quote(text)} parse error during conversion from string: {_address_error(text)}"
+            f"IP Address {go_quote(text)} parse error during conversion from string: {_address_error(text)}"
         )
     if zone:
-        raise CelEvaluationError(f"IP address {_quote(text)} with zone value is not allowed")
+        raise CelEvaluationError(f"IP address {go_quote(text)} with zone value is not allowed")
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        raise CelEvaluationError(f"IPv4-mapped IPv6 address {_quote(text)} is not allowed")
+        raise CelEvaluationError(f"IPv4-mapped IPv6 address {go_quote(text)} is not allowed")
     return IP(address)
 
 
@@ -172,7 +167,9 @@ def is_global_unicast(ip: IP) -> bool:
 
 
 def _prefix_error(text: str, reason: str) -> CelEvaluationError:
-    message = f"network address parse error during conversion from string: netip.ParsePrefix({_quote(text)}): {reason}"
+    message = (
+        f"network address parse error during conversion from string: netip.ParsePrefix({go_quote(text)}): {reason}"
+    )
     return CelEvaluationError(f"network address parse error during conversion from string: {message}")
 
 
@@ -187,13 +184,13 @@ def parse_cidr(text: str) -> CIDR:
     if zone:
         raise _prefix_error(text, "IPv6 zones cannot be present in a prefix")
     if not _BITS.fullmatch(bits_text) or int(bits_text) >= 2**63:  # strconv.Atoi's int64 range
-        raise _prefix_error(text, f"bad bits after slash: {_quote(bits_text)}")
+        raise _prefix_error(text, f"bad bits after slash: {go_quote(bits_text)}")
     if int(bits_text) > address.max_prefixlen:
         raise _prefix_error(text, "prefix length out of range")
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         raise CelEvaluationError(
             "network address parse error during conversion from string: "
-            f"IPv4-mapped IPv6 address {_quote(text)} is not allowed"
+            f"IPv4-mapped IPv6 address {go_quote(text)} is not allowed"
         )
     return CIDR(address, int(bits_text))
 
