@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 from webhook.errors import ResolutionError
-from webhook.olm.catalog import Catalog, load_catalog
+from webhook.olm.catalog import Catalog
+from webhook.olm.fbc import load_catalog
 from webhook.olm.resolve.extension import CatalogSource, InstalledBundle
 from webhook.olm.resolve.resolver import resolve
 

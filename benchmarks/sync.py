@@ -28,7 +28,7 @@ from pathlib import Path
 
 from resolve import generate, pairs, peak_rss_mb
 
-from webhook.olm.catalog import load_catalog
+from webhook.olm.fbc import load_catalog
 from webhook.sync.cycle import Report, SyncOptions, run_cycle
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,8 @@ import pytest
 
 from webhook.errors import CatalogError, FetchError
 from webhook.io.catalogd import open_catalog
-from webhook.olm.catalog import Catalog, VersionRelease, iter_json_stream, load_catalog
+from webhook.olm.catalog import Catalog, VersionRelease
+from webhook.olm.fbc import iter_json_stream, load_catalog
 
 REAL = Path(__file__).resolve().parents[2] / "catalogs" / "certified-operators-v4.22"
 

@@ -1,7 +1,7 @@
 """catalogd over HTTP: a ClusterCatalog's File-Based Catalog as catalogd serves it at ``<base>/api/v1/all``.
 
 ``open_catalog(location)`` is what the front ends call: a catalogd base URL (``http://``, ``https://``) is
-fetched, anything else is a directory or file for ``webhook.olm.catalog.load_catalog``.
+fetched, anything else is a directory or file for ``webhook.olm.fbc.load_catalog``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import urllib.request
 from pathlib import Path
 
 from webhook.errors import CatalogError, FetchError
-from webhook.olm.catalog import Catalog, catalog_from_stream, load_catalog
+from webhook.olm.catalog import Catalog
+from webhook.olm.fbc import catalog_from_stream, load_catalog
 
 
 def open_catalog(location: str | Path, *, timeout: float = 30.0) -> Catalog:

@@ -9,7 +9,8 @@ import pytest
 
 from tests import tables
 from webhook import errors
-from webhook.olm.catalog import Catalog, load_catalog
+from webhook.olm.catalog import Catalog
+from webhook.olm.fbc import load_catalog
 from webhook.olm.resolve.extension import CatalogSource, ClusterExtension, InstalledBundle
 from webhook.olm.resolve.resolver import resolve
 from webhook.olm.resolve.revision import check_extension
