@@ -29,7 +29,8 @@ from pathlib import Path
 from resolve import generate, pairs, peak_rss_mb
 
 from webhook.olm.fbc import load_catalog
-from webhook.sync.cycle import Report, SyncOptions, run_cycle
+from webhook.sync.cycle import SyncOptions, run_cycle
+from webhook.sync.report import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "catalogs" / "certified-operators-v4.22"

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from webhook.io.forges.fake import FakeGitHub
-from webhook.sync.cycle import Report, SyncOptions, run_cycle
+from webhook.sync.cycle import SyncOptions, run_cycle
+from webhook.sync.report import Report
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "catalogs" / "certified-operators-v4.22"

@@ -21,7 +21,7 @@ import yaml
 
 from tests.sync.conftest import HUMAN, ROOT, World, git
 from webhook.errors import InputError
-from webhook.sync.cycle import Report
+from webhook.sync.report import Report
 from webhook.sync.views import ObjectsView
 
 ADDONS = ROOT / "tests" / "data" / "gitops" / "addons"

@@ -6,8 +6,8 @@ import threading
 
 from tests.sync.conftest import World
 from webhook.errors import UpgradeGateError
-from webhook.sync.cycle import Report
 from webhook.sync.loop import run_loop
+from webhook.sync.report import Report
 
 
 class Follower:

@@ -17,7 +17,8 @@ import yaml
 from tests.sync.conftest import BOT, HUMAN, ROOT, World, git
 from webhook.errors import GitError, InputError
 from webhook.io.git import Repo
-from webhook.sync.cycle import Report, workdir_lock
+from webhook.sync.cycle import workdir_lock
+from webhook.sync.report import Report
 
 BRANCH = "upgrade-gate/cloudnative-pg"
 REVISION = "clusters/prod/revisions/cloudnative-pg-1.30.0.yaml"

@@ -17,8 +17,9 @@ from webhook.io.git import Credentials
 from webhook.io.kube.cluster import Cluster, LeaseElector, connect
 from webhook.settings import SyncSettings
 from webhook.sync.config import parse_duration as config_duration
-from webhook.sync.cycle import ACTIONS, PROBLEMS, Report, SyncOptions, run_cycle
+from webhook.sync.cycle import SyncOptions, run_cycle
 from webhook.sync.loop import run_loop
+from webhook.sync.report import ACTIONS, PROBLEMS, Report
 from webhook.sync.sources import ClusterView
 
 _COLUMNS = ("SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL REQUEST", "REASON")

@@ -1,0 +1,89 @@
+"""What a sync cycle reports: one ``Entry`` per subject (extension, catalog, add-on or file), the ``Report`` of
+a cycle with its counts and timings, and the diff a dry run shows."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from webhook.manifests import read_text
+from webhook.plan.extensions import HELD, INVALID, UNRESOLVED, FileChange
+
+OPENED = "opened"
+"""A pull request opened for a branch that already carried the change (its earlier opening failed)."""
+PROBLEMS = (INVALID, UNRESOLVED, "failed")
+"""Actions that mean something needs a person: ``upgrade-gate sync`` exits 1 when an entry has one."""
+ACTIONS = ("proposed", "updated", "removed", "withdrawn", OPENED, HELD, "skipped", "unchanged", *PROBLEMS)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One line of the report: a subject (extension, ``clustercatalog/<name>``, ``addon/<name>`` or a file), what
+    happened (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some, for
+    a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known, and in a dry run the
+    unified diff the change would push (``diff``)."""
+
+    subject: str
+    action: str
+    reason: str
+    branch: str | None = None
+    from_version: str | None = None
+    to_version: str | None = None
+    file: str | None = None
+    pull_request: str | None = None
+    ready_at: str | None = None
+    diff: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a cycle did: the base branch and commit it read, every entry (sorted by subject), and the seconds
+    spent per phase (``fetch``, ``read``, ``catalogs``, ``resolve``, ``cluster`` (add-on lookups), ``plan`` (add-on
+    planning), ``git``, ``forge``)."""
+
+    base: str
+    commit: str
+    entries: tuple[Entry, ...]
+    timings: Mapping[str, float] = field(default_factory=dict)
+    dry_run: bool = False
+
+    def count(self, action: str) -> int:
+        """How many entries have ``action``."""
+        return sum(1 for e in self.entries if e.action == action)
+
+    @property
+    def problems(self) -> int:
+        """How many entries need a person (``PROBLEMS``: an invalid manifest, an unresolved upgrade, a failed
+        push)."""
+        return sum(1 for e in self.entries if e.action in PROBLEMS)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data (``-o json``)."""
+        return {
+            "base": self.base,
+            "commit": self.commit,
+            "dry_run": self.dry_run,
+            "counts": {a: self.count(a) for a in ACTIONS},
+            "entries": [asdict(e) for e in self.entries],
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+def file_diff(root: Path, files: Sequence[FileChange]) -> str:
+    """The unified diff (``git diff`` style headers) that writing ``files`` makes to the tree at ``root``."""
+    chunks: list[str] = []
+    for change in files:
+        path = root / change.path
+        old = read_text(path) if path.is_file() else None
+        chunks.extend(
+            difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (change.content or "").splitlines(keepends=True),
+                "/dev/null" if old is None else f"a/{change.path}",
+                "/dev/null" if change.content is None else f"b/{change.path}",
+            )
+        )
+    return "".join(chunks)
