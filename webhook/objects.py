@@ -185,3 +185,34 @@ class InMemoryObjectStore:
 
     def __len__(self) -> int:
         return len(self._objects)
+
+
+class LayeredObjectStore:
+    """An ``ObjectStore`` reading ``layers`` in order: ``get`` returns the first layer's object, ``list``
+    merges every layer, the first layer winning for an object (namespace, name) found in several."""
+
+    def __init__(self, layers: Iterable[ObjectStore]) -> None:
+        self.layers = tuple(layers)
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> KubeObject | None:
+        """See ``ObjectStore.get``."""
+        for layer in self.layers:
+            found = layer.get(api_version, kind, name, namespace)
+            if found is not None:
+                return found
+        return None
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        selector: LabelSelector | None = None,
+    ) -> list[KubeObject]:
+        """See ``ObjectStore.list``."""
+        merged: dict[tuple[str, str], KubeObject] = {}
+        for layer in self.layers:
+            for obj in layer.list(api_version, kind, namespace, selector):
+                metadata = obj.get("metadata") or {}
+                merged.setdefault((metadata.get("namespace") or "", metadata.get("name") or ""), obj)
+        return [merged[key] for key in sorted(merged)]

@@ -19,14 +19,14 @@ from typing import Any, Protocol
 
 from webhook import logs
 from webhook.errors import InputError
-from webhook.objects import InMemoryObjectStore, KubeObject, ObjectStore
+from webhook.objects import InMemoryObjectStore, KubeObject, LayeredObjectStore, ObjectStore
 from webhook.policy.documents import policy_files
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.policy.model import PolicySet
 from webhook.serve.metrics import Metrics
 from webhook.serve.review import Decision
-from webhook.serve.stores import LayeredObjectStore, read_objects
+from webhook.serve.stores import read_objects
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 log = logging.getLogger(__name__)
