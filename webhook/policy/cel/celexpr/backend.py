@@ -1,6 +1,6 @@
 """The cel-expr-python implementation of ``backend.Backend``: cel-cpp compiles, type-checks and evaluates.
 
-Compile: the shared front end (``celpython.check.front_end``: length and nesting limits, undeclared names,
+Compile: the shared front end (``frontend.check.front_end``: length and nesting limits, undeclared names,
 arity, macro shapes, homogeneous literals, regex/duration/timestamp literals) and then cel-cpp's parser and
 type checker, in one cel-cpp environment per set of declared variables (all ``dyn``; the library functions
 from ``functions.extension``). cel-cpp's compile ``RuntimeError`` (``INVALID_ARGUMENT: ERROR: <input>:1:5:
@@ -33,15 +33,15 @@ from celpy import celtypes
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
+from webhook.policy.cel import values as celpython_values
 from webhook.policy.cel.backend import Backend, Executable, Limits
 from webhook.policy.cel.celexpr.functions import BUDGET, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
-from webhook.policy.cel.celpython import values as celpython_values
-from webhook.policy.cel.celpython.check import Signatures, front_end, uses_optionals
-from webhook.policy.cel.celpython.standard import STANDARD
-from webhook.policy.cel.celpython.tree import Node
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget
+from webhook.policy.cel.frontend.check import Signatures, front_end, uses_optionals
+from webhook.policy.cel.frontend.standard import STANDARD
+from webhook.policy.cel.frontend.tree import Node
 from webhook.policy.cel.libraries import optional
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
@@ -367,7 +367,7 @@ class CelExprBackend:
         return to_expr(value, self.types)
 
     def to_python(self, value: object) -> object:
-        """See ``celpython.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
+        """See ``webhook.policy.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
         return celpython_values.to_python(decoded(value, self.types))
 
     def error_value(self, message: str) -> CelEvaluationError:

@@ -14,16 +14,16 @@ from typing import Any
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
 from webhook.errors import CelError, CelEvaluationError
+from webhook.policy.cel import values
 from webhook.policy.cel.backend import Limits
-from webhook.policy.cel.celpython import values
-from webhook.policy.cel.celpython.check import Signatures, front_end
 from webhook.policy.cel.celpython.evaluator import Scope
 from webhook.policy.cel.celpython.functions import dispatch_tables
 from webhook.policy.cel.celpython.operators import OPERATORS
 from webhook.policy.cel.celpython.optionals import OptionalEvaluator
-from webhook.policy.cel.celpython.standard import STANDARD, TYPE_VALUES
-from webhook.policy.cel.celpython.tree import Node
 from webhook.policy.cel.cost import Budget
+from webhook.policy.cel.frontend.check import Signatures, front_end
+from webhook.policy.cel.frontend.standard import STANDARD, TYPE_VALUES
+from webhook.policy.cel.frontend.tree import Node
 from webhook.policy.cel.libraries import net, optional, quantity, semver, urls
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 

@@ -24,8 +24,9 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError, Evaluator
 
 from webhook.errors import CelEvaluationError, CostLimitExceeded
-from webhook.policy.cel.celpython.tree import Node, call_arguments, identifier, unwrap
 from webhook.policy.cel.cost import Budget, library_call_cost
+from webhook.policy.cel.frontend.check import MACROS
+from webhook.policy.cel.frontend.tree import Node, call_arguments, identifier, unwrap
 from webhook.policy.cel.semantics import kind
 
 Function = Callable[..., Any]
@@ -36,7 +37,6 @@ _UNIT_COST_RULES = frozenset(
 _OPERATOR_RULES = frozenset(
     {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary"}
 )
-MACROS = frozenset({"all", "exists", "exists_one", "filter", "map"})
 _OPERATOR_NAMES = {
     "relation_lt": "_<_",
     "relation_le": "_<=_",

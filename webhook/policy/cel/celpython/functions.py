@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from webhook.policy.cel.celpython.values import normalise
 from webhook.policy.cel.libraries.registry import Overload
 from webhook.policy.cel.semantics import kind
+from webhook.policy.cel.values import normalise
 
 
 class Dispatcher:

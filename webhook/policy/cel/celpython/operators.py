@@ -18,7 +18,7 @@ from celpy.evaluation import CELEvalError
 
 from webhook.errors import CelEvaluationError
 from webhook.policy.cel import semantics
-from webhook.policy.cel.celpython.values import cel_int, normalise
+from webhook.policy.cel.values import cel_int, normalise
 
 Operator = Callable[[Any, Any], Any]
 

@@ -25,12 +25,12 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
 from webhook.policy.cel.celpython.evaluator import BudgetEvaluator
-from webhook.policy.cel.celpython.tree import Node, call_arguments, identifier
+from webhook.policy.cel.frontend.check import OPTIONAL_MACROS
+from webhook.policy.cel.frontend.tree import Node, call_arguments, identifier
 from webhook.policy.cel.libraries.optional import Optional
 from webhook.policy.cel.semantics import find_key, is_missing, kind
 
 #: The macros on optionals, with their argument count.
-OPTIONAL_MACROS = frozenset({"optMap", "optFlatMap"})
 
 
 class _Element:

@@ -19,7 +19,7 @@ from celpy.celparser import CELParser
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from webhook.errors import CelCompileError
-from webhook.policy.cel.celpython.tree import Node
+from webhook.policy.cel.frontend.tree import Node
 
 #: (rule as cel-python writes it, as extended here).
 _EXTENSIONS = (

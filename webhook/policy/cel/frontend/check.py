@@ -25,10 +25,8 @@ from celpy.evaluation import celstr
 
 from webhook.errors import CelCompileError, CelEvaluationError
 from webhook.policy.cel.backend import Limits
-from webhook.policy.cel.celpython.evaluator import MACROS
-from webhook.policy.cel.celpython.optionals import OPTIONAL_MACROS
-from webhook.policy.cel.celpython.parser import parse
-from webhook.policy.cel.celpython.tree import Node, call_arguments, collapse, identifier, unwrap
+from webhook.policy.cel.frontend.parser import parse
+from webhook.policy.cel.frontend.tree import Node, call_arguments, collapse, identifier, unwrap
 from webhook.policy.cel.libraries.regex import compile_pattern
 from webhook.policy.cel.libraries.registry import Overload
 
@@ -60,6 +58,11 @@ MAX_TREE_DEPTH = 1100
 #: Binary and unary operator rules: each nests one level, as in cel-go's parser (``&&`` and ``||`` chains are
 #: balanced there, so they do not count).
 _OPERATOR_RULES = frozenset({"relation", "addition", "multiplication", "unary"})
+
+MACROS = frozenset({"all", "exists", "exists_one", "filter", "map"})
+"""The comprehension macros (the evaluators expand them)."""
+OPTIONAL_MACROS = frozenset({"optMap", "optFlatMap"})
+"""The optional library's macros."""
 
 
 @dataclass(frozen=True)
