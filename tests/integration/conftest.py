@@ -57,8 +57,8 @@ class Webhook:
         original = path.read_text()
         changed = yaml.safe_load(original)
         changed["data"].update(data)
-        self._reload(path, yaml.safe_dump(changed))
         try:
+            self._reload(path, yaml.safe_dump(changed))
             yield
         finally:
             self._reload(path, original)
@@ -66,7 +66,7 @@ class Webhook:
     def _reload(self, path: Path, text: str) -> None:
         before = self.generation()
         path.write_text(text)
-        wait_for(lambda: self.generation() > before, "the webhook to reload its policy settings")
+        wait_for(lambda: self.generation() > before, "the webhook to reload its policy settings", timeout=90)
 
 
 def _free_port() -> int:
