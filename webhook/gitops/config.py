@@ -193,6 +193,11 @@ def parse_config(data: Mapping[str, Any]) -> SyncConfig:
     git = _mapping(data, "git")
     _no_unknown(git, {"authorName", "authorEmail"}, "git.")
     defaults = SyncConfig((), "", ())
+    forge = _forge(_mapping(data, "forge"))
+    policy_check = _policy_check(data.get("policyCheck"))
+    for team in policy_check.teams if policy_check is not None and forge.type == "github" else ():
+        if team.count("/") != 1:
+            raise _error(f"policyCheck.teams.{team}", "a GitHub team is ORG/TEAM-SLUG")
     addons = _addons(data.get("addons"), installed)
     add_ons_only = addons is not None and not any(k in data for k in ("extensions", "revisions", "catalogs"))
     return SyncConfig(
@@ -203,8 +208,8 @@ def parse_config(data: Mapping[str, Any]) -> SyncConfig:
         kube_version=_str(data, "kubeVersion", "") or None,
         base_branch=_str(data, "baseBranch", defaults.base_branch),
         branch_prefix=_str(data, "branchPrefix", defaults.branch_prefix),
-        forge=_forge(_mapping(data, "forge")),
-        policy_check=_policy_check(data.get("policyCheck")),
+        forge=forge,
+        policy_check=policy_check,
         author_name=_str(git, "authorName", defaults.author_name, "git."),
         author_email=_str(git, "authorEmail", defaults.author_email, "git."),
         addons=addons,
@@ -309,8 +314,8 @@ def _policy_check(value: Any) -> PolicyCheckConfig | None:
     groups = _strings(applier, "groups", prefix="policyCheck.applier.")
     teams = _mapping(value, "teams", "policyCheck.")
     for team, group in teams.items():
-        if not isinstance(team, str) or "/" not in team or not isinstance(group, str) or not group:
-            raise _error(f"policyCheck.teams.{team}", "must map ORG/TEAM (GitLab: a group path) to a group name")
+        if not isinstance(team, str) or not team or not isinstance(group, str) or not group:
+            raise _error(f"policyCheck.teams.{team}", "must map a forge team to a group name")
     return PolicyCheckConfig(
         policies=_strings(value, "policies", required=True, prefix="policyCheck."),
         applier=Identity(username, groups if "groups" in applier else default.groups),
