@@ -161,7 +161,15 @@ def load_config(root: Path) -> SyncConfig:
     if not path.is_file():
         raise InputError(f"{CONFIG_FILE}: not found at the repository root")
     try:
-        documents = [doc for doc, _ in iter_yaml_documents(read_text(path), CONFIG_FILE)]
+        return read_config(read_text(path))
+    except ManifestError as error:
+        raise InputError(str(error)) from None
+
+
+def read_config(text: str) -> SyncConfig:
+    """Parse the text of an ``upgrade-gate.yaml``; raises ``InputError`` when it is invalid."""
+    try:
+        documents = [doc for doc, _ in iter_yaml_documents(text, CONFIG_FILE)]
     except ManifestError as error:
         raise InputError(str(error)) from None
     if len(documents) != 1 or not isinstance(documents[0], Mapping):
