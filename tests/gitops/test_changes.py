@@ -3,24 +3,22 @@ tests/data/gitops/changes.yaml)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests import tables
 from webhook.gitops.changes import describe, matching, object_changes, read_manifests
 
-ROOT = Path(__file__).resolve().parents[2]
-CASES = yaml.safe_load((ROOT / "tests" / "data" / "gitops" / "changes.yaml").read_text())
+CASES = tables.load("gitops/changes.yaml")
 
 
-@pytest.mark.parametrize("case", CASES["matching"], ids=[c["id"] for c in CASES["matching"]])
+@pytest.mark.parametrize("case", tables.params(CASES["matching"]))
 def test_matching(case: dict[str, Any]) -> None:
     assert matching(case["paths"], case["patterns"]) == case["matched"]
 
 
-@pytest.mark.parametrize("case", CASES["changes"], ids=[c["id"] for c in CASES["changes"]])
+@pytest.mark.parametrize("case", tables.params(CASES["changes"]))
 def test_object_changes(case: dict[str, Any]) -> None:
     base, head = read_manifests(case["base"]), read_manifests(case["head"])
     changes, duplicates = object_changes(base.objects, head.objects)

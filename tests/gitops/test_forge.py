@@ -9,18 +9,16 @@ import threading
 import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-import yaml
 
+from tests import tables
 from webhook.errors import GitError
 from webhook.gitops.fakeforge import FakeGitHub
 from webhook.gitops.forge import GitHub, GitLab
 
-ROOT = Path(__file__).resolve().parents[2]
-REVIEWS = yaml.safe_load((ROOT / "tests" / "data" / "gitops" / "reviews.yaml").read_text())
+REVIEWS = tables.load("gitops/reviews.yaml")
 HEAD, BASE = "a" * 40, "b" * 40
 
 
@@ -34,7 +32,7 @@ def _client(fake: FakeGitHub) -> GitHub:
     return GitHub(fake.url, fake.repository, "token")
 
 
-@pytest.mark.parametrize("case", REVIEWS, ids=[c["id"] for c in REVIEWS])
+@pytest.mark.parametrize("case", tables.params(REVIEWS))
 def test_github_approving_reviewers(github: FakeGitHub, case: dict[str, Any]) -> None:
     number = github.open_pull("upgrade-gate/cloudnative-pg", "main", head_sha=HEAD, base_sha=BASE)
     for login, state in case["reviews"]:
