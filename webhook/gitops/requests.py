@@ -10,9 +10,12 @@ policies' params, with ``clock.now()`` at a fixed time.
 
 from __future__ import annotations
 
+import copy
 import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import jsonpatch
 
 from webhook.gitops.config import Identity
 from webhook.objects import InMemoryObjectStore
@@ -80,6 +83,21 @@ class Evaluator:
     def admit(self, request: Mapping[str, Any]) -> Admission:
         """Mutation, then validation of the patched object; a namespaced request's Namespace is taken to
         exist (``metadata.name`` only)."""
-        namespace = request.get("namespace")
-        namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-        return admit(self.engine, request, namespace_object if namespace else None, self.now)
+        return admit(self.engine, request, _namespace(request), self.now)
+
+    def mutated(self, request: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The object the mutating policies make of the request's, or ``None`` when one denies it."""
+        decision = self.engine.mutate(request, _namespace(request), now=self.now)
+        if not decision.allowed:
+            return None
+        subject: Mapping[str, Any] = request["object"]
+        if not decision.patch:
+            return subject
+        patched: Mapping[str, Any] = jsonpatch.apply_patch(copy.deepcopy(subject), list(decision.patch))
+        return patched
+
+
+def _namespace(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Namespace object of a namespaced request, taken to exist (``metadata.name`` only)."""
+    namespace = request.get("namespace")
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}} if namespace else None

@@ -167,11 +167,8 @@ def _stored(
         stored[key] = manifest.object
         if manifest.object.get("kind") in GOVERNED_KINDS:
             uid = f"stored-{manifest.where}"
-            admission = evaluator.admit(
-                admission_request("CREATE", new=manifest.object, old=None, user=applier, uid=uid)
-            )
-            if admission.mutated.allowed:
-                stored[key] = admission.patched
+            request = admission_request("CREATE", new=manifest.object, old=None, user=applier, uid=uid)
+            stored[key] = evaluator.mutated(request) or manifest.object
     return stored
 
 
