@@ -26,6 +26,7 @@ TEAM = "example-org/platform-admins"
 LATER = (NOW + datetime.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
 DENIED = "ValidatingAdmissionPolicy 'upgrade-gate-revision-approval' with binding 'upgrade-gate-revision-approval' "
 JUNIT_XSD = ROOT / "tests" / "data" / "junit" / "junit-10.xsd"
+BROKEN_POLICY = "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n"  # no name, no spec
 
 
 def gate(world: World, *, trusted: bool = True, tests: bool = False) -> None:
@@ -383,9 +384,7 @@ def test_a_config_without_policy_check_and_policies_that_do_not_load_are_exit_2(
         "(the policies to check against)\n",
     )
     gate(world)
-    world.write(
-        "policies/broken.yaml", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n"
-    )
+    world.write("policies/broken.yaml", BROKEN_POLICY)
     world.push("a broken policy")
     code, _, err = review(world, *args)
     assert code == 2
@@ -394,3 +393,17 @@ def test_a_config_without_policy_check_and_policies_that_do_not_load_are_exit_2(
         "(ValidatingAdmissionPolicy/<unnamed>): "
     )
     assert err.endswith(" (and 3 more)\n")
+
+
+def test_a_change_that_repairs_broken_base_policies_is_compared_with_nothing(world: World) -> None:
+    gate(world)
+    world.write("policies/broken.yaml", BROKEN_POLICY)
+    world.push("a broken policy")
+    git(world.human, "checkout", "--quiet", "-b", "repair")
+    (world.human / "policies" / "broken.yaml").unlink()
+    git(world.human, "commit", "--quiet", "-am", "repair the policies")
+    code, rows = results(world, "--base", "origin/main", "--head", "HEAD")
+    assert code == 0
+    assert [(r["verdict"], r["message"].split(": ")[0]) for r in rows] == [
+        ("skipped", "no comparison with the base policies, which do not load")
+    ]

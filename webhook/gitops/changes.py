@@ -106,7 +106,8 @@ def matching(paths: Iterable[str], patterns: Iterable[str]) -> list[str]:
 
 def read_manifests(texts: Mapping[str, str]) -> Manifests:
     """Every Kubernetes object (a mapping with apiVersion, kind and metadata.name) in ``texts``
-    (``{file: text}``); an invalid file or a document of another shape is a problem, the rest still read."""
+    (``{file: text}``); an invalid file, a document without apiVersion or kind, or a governed object without a
+    name is a problem, the rest still read. Other documents without a name (a kustomization) are left out."""
     objects: list[Manifest] = []
     problems: list[Problem] = []
     for file, text in sorted(texts.items()):
@@ -114,8 +115,10 @@ def read_manifests(texts: Mapping[str, str]) -> Manifests:
             for document, line in iter_yaml_documents(text, file):
                 if isinstance(document, Mapping) and storable(document):
                     objects.append(Manifest(file, line, document))
-                else:
+                elif not isinstance(document, Mapping) or not document.get("apiVersion") or not document.get("kind"):
                     problems.append(Problem(file, line, "not a Kubernetes object (apiVersion, kind, metadata.name)"))
+                elif document.get("kind") in GOVERNED_KINDS:
+                    problems.append(Problem(file, line, f"a {document['kind']} without metadata.name"))
         except ManifestError as error:
             located = re.match(rf"{re.escape(file)}:(\d+): (.*)", str(error), re.DOTALL)
             line, reason = (int(located.group(1)), located.group(2)) if located else (0, str(error))

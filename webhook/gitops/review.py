@@ -15,7 +15,8 @@ reviewer the approval is denied.
 Each evaluation is a ``Result`` row: ``admitted``, ``denied`` (the change fails), ``not counted`` (a reviewer
 denied while another reviewer's approval stands), ``invalid`` (a changed file that is not YAML or not a
 Kubernetes object), ``moved`` (an unchanged object in another file: no request) or, for a policy change,
-``changed`` (a manifest the new policies admit and the old ones denied) and ``failed`` (a policy test case).
+``changed`` (a manifest the new policies admit and the old ones denied), ``skipped`` (no comparison: the base
+policies do not load) and ``failed`` (a policy test case).
 """
 
 from __future__ import annotations

@@ -117,9 +117,11 @@ def run_review(options: ReviewOptions) -> ReviewReport:
             base_paths = _materialize(repo, merge_base, check.policies, Path(scratch) / "base", required=False)
             try:
                 old = _load(base_paths, Path(scratch) / "base", "base", options.engine) if base_paths else PolicySet()
-            except PolicyLoadError:
-                old = PolicySet()
-            results += policy_differences(after.objects, old, policies, check.applier, options.now)
+            except PolicyLoadError as error:
+                message = f"no comparison with the base policies, which do not load: {str(error).splitlines()[0]}"
+                results.append(Result(CONFIG_FILE, 0, "-", "-", "-", "skipped", message, role="policies"))
+            else:
+                results += policy_differences(after.objects, old, policies, check.applier, options.now)
     return ReviewReport(base, head, merge_base, options.pull, check.applier, reviewers, tuple(results), suites)
 
 
