@@ -407,3 +407,25 @@ def test_a_change_that_repairs_broken_base_policies_is_compared_with_nothing(wor
     assert [(r["verdict"], r["message"].split(": ")[0]) for r in rows] == [
         ("skipped", "no comparison with the base policies, which do not load")
     ]
+
+
+def test_a_managed_cluster_add_on_update_is_reviewed_in_its_cluster_namespace(world: World) -> None:
+    shutil.copytree(
+        ROOT / "tests" / "data" / "gitops" / "addons" / "clusters", world.human / "clusters", dirs_exist_ok=True
+    )
+    world.set_config(lambda text: text + "addons:\n  manifests: clusters/hub/addons\n  installed: status\n")
+    gate(world)
+    git(world.human, "checkout", "--quiet", "-b", "pin")
+    managed = world.human / "clusters" / "hub" / "addons" / "managed.yaml"
+    first, second = managed.read_text().split("---\n")
+    managed.write_text(first + "---\n" + second.replace("installVersion: v1", "installVersion: v3"))
+    git(world.human, "commit", "--quiet", "-am", "pin cluster3 to v3")
+    code, rows = results(world, "--base", "origin/main", "--head", "HEAD")
+    assert code == 1
+    [row] = rows
+    assert (row["file"], row["operation"], row["verdict"]) == ("clusters/hub/addons/managed.yaml", "UPDATE", "denied")
+    assert row["message"] == (
+        "ValidatingAdmissionPolicy 'upgrade-gate-addon-install-version' with binding "
+        "'upgrade-gate-addon-install-version' denied request: add-on helloworld on cluster cluster3: installVersion "
+        '"v3" is not a supported version; supported versions: v1, v2'
+    )
