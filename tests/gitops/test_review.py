@@ -333,6 +333,9 @@ def test_junit_output_validates_against_the_junit_schema(world: World, tmp_path:
     [
         pytest.param(("--base", "nope", "--head", "HEAD"), "unknown ref 'nope'", id="an unknown ref"),
         pytest.param(
+            ("--repo", "/", "--base", "a", "--head", "b"), "--repo /: not a git repository", id="no repository"
+        ),
+        pytest.param(
             ("--base", "origin/main"), "give --base REF and --head REF, or --pull N", id="a base without head"
         ),
         pytest.param(
