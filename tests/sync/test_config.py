@@ -13,14 +13,9 @@ from tests import tables
 from webhook.errors import InputError
 from webhook.io.forges.api import ForgeConfig
 from webhook.plan.manifests import read_addons
-from webhook.sync.config import (
-    CATALOGD_CONTENT,
-    AddOnConfig,
-    CatalogConfig,
-    load_config,
-    parse_config,
-    parse_duration,
-)
+from webhook.plan.requests import Identity
+from webhook.plan.verdicts import PolicyCheckConfig
+from webhook.sync.config import CATALOGD_CONTENT, AddOnConfig, CatalogConfig, load_config, parse_config, parse_duration
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = tables.load("gitops/configs.yaml")
@@ -101,3 +96,15 @@ def test_the_example_hub_repository_reads_as_documented() -> None:
     assert [a.name for a in read_addons(ROOT / "examples" / "gitops-hub", config.addons.manifests).addons] == [
         "helloworld"
     ]
+
+
+def test_the_policy_check_applier_defaults_to_argo_cds_application_controller() -> None:
+    config = parse_config({"extensions": "e", "revisions": "r", "catalogs": "c", "policyCheck": {"policies": "p"}})
+    assert config.policy_check == PolicyCheckConfig(
+        ("p",),
+        Identity(
+            "system:serviceaccount:argocd:argocd-application-controller",
+            ("system:serviceaccounts", "system:serviceaccounts:argocd", "system:authenticated"),
+        ),
+        {},
+    )

@@ -1,2 +1,2 @@
-"""The sync loop's pure planners: change types, extension revisions, catalog image templates, add-ons,
-pull-request bodies and policy verdicts. No I/O."""
+"""The GitOps side's pure planners: change types, extension revisions, catalog image templates, add-ons,
+pull-request bodies, policy verdicts, and the admission requests a change makes (``upgrade-gate review``). No I/O."""
