@@ -7,10 +7,12 @@ call paid a TCP connection and a TLS handshake; ``gthread`` keeps them (``keepal
 apiserver's idle timeout, so the client closes first and never reuses a connection the server is closing).
 An idle kept-alive connection waits in the worker's poller and holds no thread.
 
-Bounds (gunicorn's own, plus one here):
+Bounds (gunicorn's own, plus some here):
 
 - at most ``max_connections`` connections per worker (gunicorn's ``worker_connections``); past it the worker
   stops accepting until one closes, and the kernel's listen backlog queues the rest;
+- a worker whose threads are all taken stops accepting until one is free, so that a new connection goes to a
+  worker that can answer it (the apiserver opens one when its kept-alive ones are busy);
 - a new connection waits in the poller, holding no thread, until it sends something, and again after its TLS
   handshake until its first request arrives; it is closed after ``keepalive_s`` silent (gunicorn's pending
   connections, which gunicorn itself parks only after 5 s in a thread); a kept-alive one is closed after
@@ -28,8 +30,11 @@ from __future__ import annotations
 
 import errno
 import select
+import selectors
 import socket
 import ssl
+import time
+from functools import partial
 from typing import Any, TypeVar
 
 from gunicorn.workers.gthread import _DEFER as DEFER  # finish_request's "wait in the poller"
@@ -85,6 +90,10 @@ def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker
     tls_class = timed(ssl.SSLSocket, io_timeout_s, metrics)
 
     class AdmissionWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.handed = 0  # connections handed to the thread pool and not finished yet
+
         def accept(self, listener: socket.socket) -> None:
             """gunicorn's ``accept``, except that the new connection waits in the poller as a pending one (closed
             after ``keepalive`` silent) instead of holding a thread for its first bytes."""
@@ -97,7 +106,25 @@ def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker
             self.nr_conns += 1
             conn = TConn(self.cfg, client, address, listener.getsockname())
             conn.sock.__class__ = raw_class  # same layout: only methods change
-            self.finish_request(conn, _Deferred())
+            conn.timeout = time.monotonic() + self.cfg.keepalive  # as finish_request parks a deferred connection
+            self.pending_conns.append(conn)
+            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn))
+
+        def enqueue_req(self, conn: Any) -> None:
+            """gunicorn's, counting the connections handed to threads; with every thread taken, stop accepting
+            (the kernel queues new connections, or another worker with a free thread takes them)."""
+            self.handed += 1
+            super().enqueue_req(conn)
+            if self.handed >= self.cfg.threads:
+                self.set_accept_enabled(False)
+
+        def finish_request(self, conn: Any, fs: Any) -> None:
+            """gunicorn's; the worker's loop accepts again once a thread is free (``set_accept_enabled``)."""
+            self.handed -= 1
+            super().finish_request(conn, fs)
+
+        def set_accept_enabled(self, enabled: bool) -> None:
+            super().set_accept_enabled(enabled and self.handed < self.cfg.threads)
 
         def handle(self, conn: Any) -> Any:
             """Complete a new connection's TLS handshake, then, if no request has arrived yet, put it back in the
@@ -130,16 +157,6 @@ def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker
             metrics.connections.labels("idle").set(len(self.keepalived_conns) + len(self.pending_conns))
 
     return AdmissionWorker
-
-
-class _Deferred:
-    """A finished future whose result is gunicorn's "wait in the poller" answer (``finish_request``)."""
-
-    def cancelled(self) -> bool:
-        return False
-
-    def result(self) -> object:
-        return DEFER
 
 
 def _readable(connection: socket.socket) -> bool:
