@@ -163,4 +163,6 @@ def _readable(connection: socket.socket) -> bool:
     """True if ``connection`` has bytes to read now (decrypted ones buffered, or more on the socket)."""
     if isinstance(connection, ssl.SSLSocket) and connection.pending():
         return True
-    return bool(select.select([connection], [], [], 0)[0])
+    poll = select.poll()  # not select.select: descriptors past 1,023 are normal with many connections
+    poll.register(connection, select.POLLIN)
+    return bool(poll.poll(0))
