@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import shutil
 import signal
 import threading
@@ -39,6 +41,31 @@ def load(server: Server) -> Iterator[list[Any]]:
     finally:
         stop.set()
         thread.join(timeout=15)
+
+
+class KeptAlive:
+    """One kept-alive connection to ``server``, as the apiserver keeps to a webhook."""
+
+    def __init__(self, server: Server) -> None:
+        self.connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=server.context(), timeout=10)
+        self.body = json.dumps(UNAPPROVED).encode()
+
+    def allowed(self) -> bool:
+        """Send the unapproved-version review; whether it is allowed. Raises if the connection fails."""
+        self.connection.request("POST", "/validate", body=self.body, headers={"Content-Type": "application/json"})
+        answer = self.connection.getresponse()
+        assert answer.getheader("Connection") != "close"
+        allowed: bool = json.loads(answer.read())["response"]["allowed"]
+        return allowed
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def workers(server: Server) -> set[int]:
+    """The process ids of the server's workers (the children of its master)."""
+    tasks = Path(f"/proc/{server.process.pid}/task")
+    return {int(pid) for task in tasks.iterdir() for pid in (task / "children").read_text().split()}
 
 
 def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
@@ -100,5 +127,32 @@ def test_a_rotated_certificate_is_served_without_a_restart_or_a_failed_handshake
         seen = len(outcomes)
         eventually(lambda: len(outcomes) > seen + 5)
         assert server.process.pid == pid and server.process.poll() is None
+    failures = [outcome for outcome in outcomes if not isinstance(outcome, bool)]
+    assert failures == []
+
+
+def test_once_a_reload_is_reported_no_answer_comes_from_the_previous_set_and_no_connection_drops(
+    tmp_path: Path,
+) -> None:
+    policies = tmp_path / "policies"
+    shutil.copytree(POLICIES, policies)
+    with (
+        serving(tmp_path, policies, "--objects", str(OBJECTS), "--workers", "2", env=FAST) as server,
+        load(server) as outcomes,
+    ):
+        idle = [KeptAlive(server) for _ in range(8)]  # across both workers, idle while the set reloads
+        try:
+            assert [connection.allowed() for connection in idle] == [False] * len(idle)
+            before = workers(server)
+            extensions = policies / "extensions.yaml"
+            extensions.write_text(
+                extensions.read_text().replace("validationActions: [Deny]", "validationActions: [Warn]")
+            )
+            eventually(lambda: readyz(server)["policies"]["generation"] == 2)
+            assert [connection.allowed() for connection in idle] == [True] * len(idle)
+            assert workers(server) == before and len(before) == 2
+        finally:
+            for connection in idle:
+                connection.close()
     failures = [outcome for outcome in outcomes if not isinstance(outcome, bool)]
     assert failures == []

@@ -30,7 +30,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 from webhook import logs
 from webhook.admission.metrics import CONTENT_TYPE, Metrics
 from webhook.admission.review import Decision, Refusal, Review, parse_review, render_error, render_response
-from webhook.admission.runtime import PolicyRuntime
+from webhook.admission.runtime import PolicyRuntime, Snapshot
 from webhook.errors import DeadlineExceeded, ReviewError
 from webhook.policy.cel.cost import deadline
 from webhook.settings import ServeSettings
@@ -113,10 +113,24 @@ def _refuse(
 
 
 def _decide(state: State, review: Review, endpoint: str) -> Decision:
-    """The decision for ``review``; ``ReviewError`` propagates, any other failure is a ``Refusal``."""
-    snapshot = state.runtime.snapshot
-    if snapshot is None:
-        return Refusal("upgrade-gate: no policy set is loaded", code=503, reason="ServiceUnavailable")
+    """The decision for ``review``; ``ReviewError`` propagates, any other failure is a ``Refusal``.
+
+    Decided with the runtime's current set; if a reload published a newer set meanwhile, decided again with
+    it, so that no answer leaves from a set older than the last one published."""
+    decided: tuple[Snapshot, Decision] | None = None
+    while True:
+        try:
+            snapshot = state.runtime.current()
+        except Exception as error:  # adopting the published set failed: deny, as for a failed evaluation
+            return _failed(state, review, endpoint, error)
+        if snapshot is None:
+            return Refusal("upgrade-gate: no policy set is loaded", code=503, reason="ServiceUnavailable")
+        if decided is not None and decided[0] is snapshot:
+            return decided[1]
+        decided = snapshot, _evaluate(state, snapshot, review, endpoint)
+
+
+def _evaluate(state: State, snapshot: Snapshot, review: Review, endpoint: str) -> Decision:
     admit = snapshot.admitter.mutate if endpoint == MUTATE else snapshot.admitter.validate
     try:
         with deadline(state.settings.request_timeout_s):
@@ -128,9 +142,13 @@ def _decide(state: State, review: Review, endpoint: str) -> Decision:
         log.error("evaluation stopped", extra=logs.fields({logs.UID: review.uid, logs.ERROR: str(error)}))
         return Refusal(f"upgrade-gate: {error}", code=504, reason="Timeout")
     except Exception as error:  # a bug in evaluation must deny one request, not kill the worker
-        state.metrics.evaluation_errors.labels(endpoint).inc()
-        log.exception("evaluation failed", extra=logs.fields({logs.UID: review.uid}))
-        return Refusal(f"upgrade-gate: internal error while evaluating policies: {type(error).__name__}")
+        return _failed(state, review, endpoint, error)
+
+
+def _failed(state: State, review: Review, endpoint: str, error: Exception) -> Refusal:
+    state.metrics.evaluation_errors.labels(endpoint).inc()
+    log.exception("evaluation failed", extra=logs.fields({logs.UID: review.uid}))
+    return Refusal(f"upgrade-gate: internal error while evaluating policies: {type(error).__name__}")
 
 
 def _record(metrics: Metrics, endpoint: str, review: Review, decision: Decision, elapsed: float) -> None:

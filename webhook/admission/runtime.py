@@ -3,15 +3,22 @@
 ``PolicyRuntime`` loads the policy files (and the ``--objects`` manifests) into an immutable ``Snapshot``.
 ``load()`` builds a new snapshot and replaces the old one in a single assignment; when the new set does not
 load, the error is kept for ``/readyz``, logged and counted, and the previous snapshot keeps serving (the
-apiserver likewise keeps its last good compilation of a policy). ``changed()`` says whether the files differ
-from the last attempt, by (path, inode, size, mtime) of each file, so that a Kubernetes ConfigMap volume's
-atomic symlink swap counts as a change.
+apiserver likewise keeps its last good compilation of a policy).
+
+Across processes (gunicorn's master loads, its forked workers decide): with a ``SharedRecord``, each ``load``
+publishes what it read (the files' texts, the objects, the error) and ``current()`` in a worker first adopts
+the latest publication, compiling the same texts under the worker's lock. So once the master has published a
+set, no worker decides with an older one, and no worker restarts for a reload.
+
+``changed()`` says whether the files differ from the last attempt, by (path, inode, size, mtime) of each file,
+so that a Kubernetes ConfigMap volume's atomic symlink swap counts as a change.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +27,12 @@ from typing import Any, Protocol
 from webhook import logs
 from webhook.admission.metrics import Metrics
 from webhook.admission.review import Decision
+from webhook.admission.shared import SharedRecord
 from webhook.admission.stores import LayeredObjectStore, read_objects
 from webhook.errors import InputError
-from webhook.policy.documents import policy_files
+from webhook.policy.documents import Source, policy_files, read_sources
 from webhook.policy.engine import PolicyEngine
-from webhook.policy.loader import load_policy_set
+from webhook.policy.loader import load_policy_sources
 from webhook.policy.model import PolicySet
 from webhook.policy.store import InMemoryObjectStore, KubeObject, ObjectStore
 from webhook.settings import DEFAULT_CEL_ENGINE
@@ -85,12 +93,25 @@ class EngineAdmitter:
 AdmitterFactory = Callable[[PolicySet, ObjectStore], Admitter]
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """One loaded policy set: ``generation`` (1, 2, ... per successful load), the ``policies``, the
-    ``objects`` read from ``--objects`` and the ``admitter`` serving them."""
+@dataclass(frozen=True)
+class Published:
+    """What a ``load`` publishes to the workers: the current set's generation, sources and objects (generation
+    0 and nothing before a first successful load), and the load's error (``None`` after a success)."""
 
     generation: int
+    sources: tuple[Source, ...]
+    objects: tuple[KubeObject, ...]
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One loaded policy set: ``generation`` (1, 2, ... per successful load), the policy files' ``sources``
+    (file name, text) and the ``policies`` compiled from them, the ``objects`` read from ``--objects`` and the
+    ``admitter`` serving them."""
+
+    generation: int
+    sources: tuple[Source, ...]
     policies: PolicySet
     objects: tuple[KubeObject, ...]
     admitter: Admitter
@@ -116,7 +137,8 @@ class PolicyRuntime:
 
     ``snapshot`` is ``None`` until the first successful ``load``; ``error`` is the last load's error text
     (``None`` after a success). ``metrics`` (optional) gets the generation and load errors. ``engine``: the
-    CEL backend the set is compiled for (``webhook.settings.CEL_ENGINES``).
+    CEL backend the set is compiled for (``webhook.settings.CEL_ENGINES``). ``shared``: where ``load`` publishes
+    and ``current`` reads in forked processes (see the module docstring); ``None`` in a single process.
     """
 
     def __init__(
@@ -127,6 +149,7 @@ class PolicyRuntime:
         metrics: Metrics | None = None,
         make_admitter: AdmitterFactory = EngineAdmitter,
         engine: str = DEFAULT_CEL_ENGINE,
+        shared: SharedRecord | None = None,
     ) -> None:
         self.policies_path = policies
         self.engine = engine
@@ -137,6 +160,9 @@ class PolicyRuntime:
         self.snapshot: Snapshot | None = None
         self.error: str | None = None
         self._fingerprint: Fingerprint | None = None
+        self.shared = shared
+        self._seen = 0  # the version of ``shared`` this process serves
+        self._lock = threading.Lock()
 
     def fingerprint(self) -> Fingerprint:
         """(path, inode, size, mtime in ns) of every input file; a missing path gives an empty entry."""
@@ -164,12 +190,16 @@ class PolicyRuntime:
 
     def load(self) -> bool:
         """Load the files into a new snapshot and serve it; True on success. On failure keep the current
-        snapshot, set ``error``, log it and count it. Never raises for bad input (``InputError``)."""
+        snapshot, set ``error``, log it and count it. Either way publish the outcome to ``shared``. Never raises
+        for bad input (``InputError``)."""
         self._fingerprint = self.fingerprint()
         generation = self.snapshot.generation + 1 if self.snapshot else 1
         try:
-            policies = load_policy_set([self.policies_path], engine=self.engine)
+            sources = tuple(read_sources([self.policies_path]))
+            policies = load_policy_sources(sources, engine=self.engine)
             objects = tuple(read_objects(self.objects_path)) if self.objects_path else ()
+            snapshot = self._snapshot(generation, sources, policies, objects)
+            self._publish(snapshot, None)
         except InputError as error:
             self.error = str(error)
             log.error(
@@ -179,37 +209,73 @@ class PolicyRuntime:
             if self.metrics:
                 self.metrics.load_errors.inc()
                 self.metrics.load_failed.set(1)
+            self._publish(self.snapshot, self.error)
             return False
-        self.snapshot = self._snapshot(generation, policies, objects)
+        self.snapshot = snapshot
         self.error = None
         log.info(
             "policy set loaded",
-            extra=logs.fields({logs.PATH: str(self.policies_path), **self.snapshot.summary()}),
+            extra=logs.fields({logs.PATH: str(self.policies_path), **snapshot.summary()}),
         )
         if self.metrics:
             self.metrics.generation.set(generation)
             self.metrics.load_failed.set(0)
         return True
 
+    def _publish(self, snapshot: Snapshot | None, error: str | None) -> None:
+        """Publish ``snapshot``'s set and ``error`` to ``shared`` (if any); ``InputError`` if too large to share."""
+        if self.shared is None:
+            return
+        if snapshot is None:
+            published = Published(0, (), (), error)
+        else:
+            published = Published(snapshot.generation, snapshot.sources, snapshot.objects, error)
+        try:
+            self._seen = self.shared.publish(published)
+        except ValueError as failure:
+            raise InputError(f"{self.policies_path}: {failure}") from None
+
+    def current(self) -> Snapshot | None:
+        """The snapshot to decide with (``None`` before a first load). In a process forked after ``shared`` was
+        made: first adopt the last published set if it is newer than this process's, compiling its sources here
+        (concurrent callers wait for that), so no decision uses a set older than the last published."""
+        if self.shared is not None and self.shared.version() != self._seen:
+            with self._lock:
+                version, published = self.shared.read()
+                if version != self._seen:
+                    self._adopt(published)
+                    self._seen = version
+        return self.snapshot
+
+    def _adopt(self, published: Published) -> None:
+        if published.generation != (self.snapshot.generation if self.snapshot else 0):
+            policies = load_policy_sources(published.sources, engine=self.engine)
+            self.snapshot = self._snapshot(published.generation, published.sources, policies, published.objects)
+            log.info("policy set adopted", extra=logs.fields(self.snapshot.summary()))
+        self.error = published.error
+
     def attach(self, cluster: ClusterCache) -> None:
         """Serve lookups from ``cluster`` too (after params and objects); rebuilds the current admitter."""
         self.cluster = cluster
         if self.snapshot is not None:
             current = self.snapshot
-            self.snapshot = self._snapshot(current.generation, current.policies, current.objects)
+            self.snapshot = self._snapshot(current.generation, current.sources, current.policies, current.objects)
 
-    def _snapshot(self, generation: int, policies: PolicySet, objects: tuple[KubeObject, ...]) -> Snapshot:
+    def _snapshot(
+        self, generation: int, sources: tuple[Source, ...], policies: PolicySet, objects: tuple[KubeObject, ...]
+    ) -> Snapshot:
         cluster = [self.cluster] if self.cluster is not None else []
         store = LayeredObjectStore([InMemoryObjectStore(policies.params), InMemoryObjectStore(objects), *cluster])
-        return Snapshot(generation, policies, objects, self.make_admitter(policies, store))
+        return Snapshot(generation, sources, policies, objects, self.make_admitter(policies, store))
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, detail): ready once a policy set is loaded and the cluster cache, if any, is synced.
         The detail names the set (``Snapshot.summary``), the last load error and the unsynced kinds."""
+        snapshot = self.current()
         unsynced = self.cluster.unsynced() if self.cluster is not None else []
         detail: dict[str, Any] = {
-            "policies": self.snapshot.summary() if self.snapshot else None,
+            "policies": snapshot.summary() if snapshot else None,
             "loadError": self.error,
             "unsyncedKinds": unsynced,
         }
-        return self.snapshot is not None and not unsynced, detail
+        return snapshot is not None and not unsynced, detail

@@ -5,10 +5,12 @@ and the application once (``preload_app``), then forks ``workers`` threaded work
 (``webhook.admission.worker``: gunicorn's ``gthread`` with kept-alive connections and I/O timeouts). Each
 worker answers up to ``threads`` requests at once on the shared listening socket.
 
-- Policies reload on SIGHUP (gunicorn's graceful reload): the master loads the files again, keeps the new
-  set only if it loads, then replaces its workers; new workers serve the new set, old ones finish their
-  request. A thread in the master sends that SIGHUP itself when the policy or object files change
-  (checked every ``reload_interval_s``).
+- Policies reload on SIGHUP, in place: the master loads the files again, keeps the new set only if it loads,
+  and publishes the outcome (``PolicyRuntime`` over a ``SharedRecord``); each worker adopts it before its next
+  decision, under its own lock, with its connections and threads untouched. gunicorn's own SIGHUP handling
+  (new workers, the old ones retiring) is not used: a retiring worker kept answering requests on its
+  kept-alive connections with the old set after new workers served the new one. A thread in the master sends
+  that SIGHUP itself when the policy or object files change (checked every ``reload_interval_s``).
 - Certificates reload in each worker at the next connection after their files change
   (``tls.ReloadingContext``), without a restart.
 - With a cluster, each worker runs its own watch cache (``webhook.kube.cache``), started after the fork.
@@ -30,11 +32,13 @@ from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 
 from webhook import logs
 from webhook.admission.app import create_app
 from webhook.admission.metrics import Metrics, forget_process
 from webhook.admission.runtime import ClusterCache, PolicyRuntime
+from webhook.admission.shared import SharedRecord
 from webhook.admission.tls import ReloadingContext, development_certificates
 from webhook.admission.worker import admission_worker
 from webhook.errors import InputError, PolicyLoadError
@@ -113,10 +117,9 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         """The WSGI application (loaded once, in the master)."""
         return self.application
 
-    def reload(self) -> None:
-        """SIGHUP in the master: reload gunicorn's settings and the policy set (kept only if it loads)."""
-        super().reload()
-        self.runtime.load()
+    def run(self) -> None:
+        """Serve until SIGTERM/SIGINT, with SIGHUP reloading the policy set in place (``PolicyArbiter``)."""
+        PolicyArbiter(self).run()
 
     def _when_ready(self, arbiter: Any) -> None:
         log.info(
@@ -143,6 +146,14 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
     def _child_exit(self, arbiter: Any, worker: Any) -> None:
         if self.settings.metrics_dir is not None:
             forget_process(self.settings.metrics_dir, worker.pid)
+
+
+class PolicyArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's master process, except that SIGHUP reloads the policy set (``PolicyRuntime.load``, published to
+    the workers) instead of replacing the workers."""
+
+    def handle_hup(self) -> None:
+        self.app.runtime.load()
 
 
 def cluster_cache(settings: ServeSettings) -> ClusterFactory | None:
@@ -187,7 +198,9 @@ def serve(settings: ServeSettings) -> None:
     tls = ReloadingContext(cert, key, settings.client_ca)
     tls.current()
     metrics = Metrics(settings.metrics_dir)
-    runtime = PolicyRuntime(settings.policies, settings.objects, metrics=metrics, engine=settings.cel_engine)
+    runtime = PolicyRuntime(
+        settings.policies, settings.objects, metrics=metrics, engine=settings.cel_engine, shared=SharedRecord()
+    )
     if not runtime.load():
         raise PolicyLoadError(runtime.error or "the policy set does not load")
     cluster = cluster_cache(settings)
