@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from webhook.objects import InMemoryObjectStore
 from webhook.policy import model
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
-from webhook.policy.store import InMemoryObjectStore
 from webhook.settings import CEL_ENGINES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,6 +125,7 @@ class Recorder:
 
         class Recorded:
             extensions = getattr(program, "extensions", ())
+            result_type = program.result_type
 
             def evaluate(self, activation: Mapping[str, Any]) -> Any:
                 if recorder.recording:

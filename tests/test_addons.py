@@ -1,4 +1,4 @@
-"""Seed 004's add-on installVersion lifecycle and its upstream config-rollout twin, driven by the tables in
+"""The add-on installVersion lifecycle and its upstream config-rollout twin, driven by the tables in
 ``tests/data/addons/`` whose expectations are the seed's (and peers.md §C's), not our code's."""
 
 from __future__ import annotations

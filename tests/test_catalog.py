@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from webhook.catalog import Catalog, VersionRelease, iter_json_stream, load_catalog
-from webhook.errors import CatalogError
+from webhook.errors import CatalogError, FetchError
 
 REAL = Path(__file__).resolve().parent.parent / "catalogs" / "certified-operators-v4.22"
 
@@ -141,7 +141,7 @@ def test_a_catalogd_endpoint_serves_the_same_catalog(catalogd: str, real: Catalo
 
 
 def test_an_unreachable_catalogd_is_one_clear_error(catalogd: str) -> None:
-    with pytest.raises(CatalogError) as raised:
+    with pytest.raises(FetchError) as raised:
         load_catalog(catalogd + "-missing")
     assert str(raised.value).startswith(f"{catalogd}-missing/api/v1/all: cannot fetch catalog: HTTP Error 404")
 

@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from webhook.kube.cache import policy_resources
+from webhook.policy import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "upgrade-gate"
@@ -174,6 +175,13 @@ def test_the_default_values_pass_the_schema(chart):
 # --- the webhook configurations --------------------------------------------------------------------------------
 
 
+def governing(objects: list[Manifest], kind: str) -> Manifest:
+    """The webhook of a configuration that governs the upgrade-gate kinds (the gate's webhooks aside)."""
+    webhooks: list[Manifest] = find(objects, kind)["webhooks"]
+    (webhook,) = [w for w in webhooks if not w["name"].startswith("upgrades-")]
+    return webhook
+
+
 def _rules(webhook: Manifest) -> set[tuple[str, str, str, str]]:
     selected: set[tuple[str, str, str, str]] = set()
     for rule in webhook["rules"]:
@@ -188,7 +196,7 @@ def _rules(webhook: Manifest) -> set[tuple[str, str, str, str]]:
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: f"the webhooks govern exactly the kinds for {v}")
 def test_webhook_rules_select_exactly_the_governed_kinds(rendered, variant):
-    (validating,) = find(rendered[variant], "ValidatingWebhookConfiguration")["webhooks"]
+    validating = governing(rendered[variant], "ValidatingWebhookConfiguration")
     (mutating,) = find(rendered[variant], "MutatingWebhookConfiguration")["webhooks"]
     assert _rules(validating) == VALIDATED
     assert _rules(mutating) == MUTATED
@@ -205,7 +213,7 @@ def test_webhooks_are_side_effect_free_v1_and_take_failure_policy_and_timeout_fr
             ("ValidatingWebhookConfiguration", "/validate"),
             ("MutatingWebhookConfiguration", "/mutate"),
         ]:
-            (webhook,) = find(objects, kind)["webhooks"]
+            webhook = governing(objects, kind)
             assert webhook["sideEffects"] == "None"
             assert webhook["admissionReviewVersions"] == ["v1"]
             assert webhook["failurePolicy"] == failure
@@ -228,10 +236,134 @@ def test_the_namespace_selector_exempts_kube_system_the_release_namespace_and_ex
         ),
     ]:
         for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-            (webhook,) = find(rendered[variant], kind)["webhooks"]
+            webhook = governing(rendered[variant], kind)
             assert webhook["namespaceSelector"] == {
                 "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": exempt}]
             }
+
+
+# --- the upgrade gate: only operator-controller's upgrade writes are sent -------------------------------------------
+
+OPERATOR_CONTROLLER = "system:serviceaccount:olmv1-system:operator-controller-controller-manager"
+OPERATORS_CONTROLLER = "system:serviceaccount:operators:operator-controller-controller-manager"
+HELM_GATE, BOXCUTTER_GATE = "upgrades-helm.upgrade-gate.dev", "upgrades-boxcutter.upgrade-gate.dev"
+
+
+def gate_webhooks(objects: list[Manifest]) -> dict[str, Manifest]:
+    webhooks = find(objects, "ValidatingWebhookConfiguration")["webhooks"]
+    return {w["name"]: w for w in webhooks if w["name"].startswith("upgrades-")}
+
+
+def test_the_gate_sends_only_the_create_of_a_pending_upgrade_index_secret_or_a_cluster_object_set(rendered):
+    gates = gate_webhooks(rendered["the default values (generated certificates, no sync loop)"])
+    assert set(gates) == {HELM_GATE, BOXCUTTER_GATE}
+    helm_gate, boxcutter_gate = gates[HELM_GATE], gates[BOXCUTTER_GATE]
+    assert helm_gate["rules"] == [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["secrets"],
+            "scope": "Namespaced",
+        }
+    ]
+    assert helm_gate["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "olmv1-system"}}
+    assert helm_gate["objectSelector"] == {"matchLabels": {"owner": "operator-controller", "type": "index"}}
+    assert boxcutter_gate["rules"] == [
+        {
+            "apiGroups": ["olm.operatorframework.io"],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["clusterobjectsets"],
+            "scope": "Cluster",
+        }
+    ]
+    assert boxcutter_gate["objectSelector"] == {
+        "matchLabels": {"olm.operatorframework.io/owner-kind": "ClusterExtension"}
+    }
+    for gate in (helm_gate, boxcutter_gate):
+        assert gate["failurePolicy"] == "Fail"
+        assert gate["sideEffects"] == "None"
+        assert gate["clientConfig"]["service"]["path"] == "/validate"
+
+
+def _admits(condition: Manifest, username: str, labels: dict[str, str]) -> bool:
+    request = {"userInfo": {"username": username}}
+    return evaluate(condition["expression"], {"request": request, "object": {"metadata": {"labels": labels}}}) is True
+
+
+@pytest.mark.parametrize(
+    ("username", "status", "sent"),
+    [
+        (OPERATOR_CONTROLLER, "pending-upgrade", True),
+        (OPERATOR_CONTROLLER, "pending-install", False),
+        (OPERATOR_CONTROLLER, "deployed", False),
+        ("system:serviceaccount:argocd:argocd-application-controller", "pending-upgrade", False),
+    ],
+    ids=[
+        "operator-controller's pending upgrade is sent to the gate",
+        "a first install is not sent",
+        "a release marked deployed is not sent",
+        "another user's index-shaped Secret is not sent",
+    ],
+)
+def test_the_helm_gate_match_conditions_select_operator_controllers_pending_upgrades(rendered, username, status, sent):
+    gate = gate_webhooks(rendered["the default values (generated certificates, no sync loop)"])[HELM_GATE]
+    labels = {"owner": "operator-controller", "type": "index", "status": status}
+    assert all(_admits(condition, username, labels) for condition in gate["matchConditions"]) is sent
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"appliers": ["helm"]}, {HELM_GATE: ("olmv1-system", [OPERATOR_CONTROLLER], "Fail")}),
+        ({"appliers": ["boxcutter"]}, {BOXCUTTER_GATE: (None, [OPERATOR_CONTROLLER], "Fail")}),
+        ({"enabled": False}, {}),
+        (
+            {"olmNamespace": "operators", "failurePolicy": "Ignore"},
+            {
+                HELM_GATE: (
+                    "operators",
+                    ["system:serviceaccount:operators:operator-controller-controller-manager"],
+                    "Ignore",
+                ),
+                BOXCUTTER_GATE: (
+                    None,
+                    ["system:serviceaccount:operators:operator-controller-controller-manager"],
+                    "Ignore",
+                ),
+            },
+        ),
+        (
+            {"appliers": ["helm"], "operatorControllerUsers": ["olm-bot", "o'brien"]},
+            {HELM_GATE: ("olmv1-system", ["olm-bot", "o'brien"], "Fail")},
+        ),
+    ],
+    ids=[
+        "only the Helm applier is governed",
+        "only the Boxcutter applier is governed",
+        "the gate can be turned off",
+        "another OLM namespace names operator-controller's service account there",
+        "explicit users are quoted as CEL strings",
+    ],
+)
+def test_the_gate_follows_its_values(chart, values, expected):
+    gates = gate_webhooks(render(chart, {"webhook": {"gate": values}}))
+    assert set(gates) == set(expected)
+    for name, (namespace, users, failure) in expected.items():
+        gate = gates[name]
+        if namespace is not None:
+            assert gate["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+        assert gate["failurePolicy"] == failure
+        (by_user, *_) = gate["matchConditions"]
+        labels = {"status": "pending-upgrade"}
+        assert [u for u in [*users, "someone-else"] if _admits(by_user, u, labels)] == users
+
+
+def test_a_webhook_failing_open_leaves_the_gate_closed(rendered):
+    objects = rendered["generated certificates failing open with a short timeout and an extra exempt namespace"]
+    assert governing(objects, "ValidatingWebhookConfiguration")["failurePolicy"] == "Ignore"
+    assert {gate["failurePolicy"] for gate in gate_webhooks(objects).values()} == {"Fail"}
 
 
 # --- TLS: the CA bundle always matches the serving certificate ------------------------------------------------

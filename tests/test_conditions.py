@@ -1,4 +1,5 @@
-"""metav1.Condition list helpers (seed 003, apimachinery ``meta``), driven by ``tests/data/addons/conditions.yaml``."""
+"""metav1.Condition list helpers (the condition conventions, apimachinery ``meta``), driven by
+``tests/data/addons/conditions.yaml``."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.conditions import find_condition, format_time, parse_time, remove_condition, set_condition
+from webhook.conditions import find_condition, format_duration, format_time, parse_time, remove_condition, set_condition
 from webhook.errors import InputError
+from webhook.gitops.config import parse_duration
 
 TABLE = yaml.safe_load((Path(__file__).parent / "data" / "addons" / "conditions.yaml").read_text(encoding="utf-8"))
 
@@ -74,3 +76,23 @@ def test_times_are_rfc3339_seconds_in_utc() -> None:
     assert parse_time("2022-11-02T07:48:12+02:00") == datetime.datetime(2022, 11, 2, 5, 48, 12, tzinfo=datetime.UTC)
     with pytest.raises(InputError, match="invalid lastTransitionTime '2022-11-02'"):
         parse_time("2022-11-02")
+
+
+@pytest.mark.parametrize(
+    ("duration", "text"),
+    [
+        (datetime.timedelta(hours=1), "1h"),
+        (datetime.timedelta(days=1), "24h"),
+        (datetime.timedelta(minutes=90), "1h30m"),
+        (datetime.timedelta(minutes=10), "10m"),
+        (datetime.timedelta(seconds=45), "45s"),
+        (datetime.timedelta(milliseconds=1500), "1.5s"),
+        (datetime.timedelta(hours=25, seconds=1), "25h1s"),
+        (datetime.timedelta(0), "0s"),
+        (-datetime.timedelta(minutes=10), "-10m"),
+    ],
+    ids=lambda value: str(value) if isinstance(value, datetime.timedelta) else f"prints as {value}",
+)
+def test_durations_print_as_go_durations(duration: datetime.timedelta, text: str) -> None:
+    assert format_duration(duration) == text
+    assert parse_duration(text.removeprefix("-")) == abs(duration)

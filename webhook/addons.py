@@ -1,8 +1,8 @@
-"""The add-on ``installVersion`` lifecycle of seed 004, and its upstream equivalent, config-based rollout.
+"""The add-on ``installVersion`` lifecycle, and its upstream equivalent, config-based rollout.
 
 Pure functions over JSON-shaped dicts (ManagedClusterAddOn, ClusterManagementAddOn); no I/O, no clock.
 
-Seed 004 ("Add-on Lifecycle"), section by section:
+Its rules, one by one:
 
 * **API changes.** ``ClusterManagementAddOn.status.supportedVersions`` lists the valid versions and
   ``status.defaultVersion`` the version used when ``ManagedClusterAddOn.spec.installVersion`` is empty:
@@ -14,25 +14,25 @@ Seed 004 ("Add-on Lifecycle"), section by section:
   Rollingback / Unchanged).
 * **Condition.** The ``Progressing`` condition from ``installVersion``, ``currentVersion`` and
   ``lastVersion``: ``progressing_condition`` (reasons Installing / Upgrading / Rollingback / Succeed /
-  Failed, the seed's messages). Set it into ``status.conditions`` with ``webhook.conditions.set_condition``.
+  Failed, the lifecycle's messages). Set it into ``status.conditions`` with ``webhook.conditions.set_condition``.
 * **Examples, canary upgrade.** A version reaches the other placements after the canary placement runs it:
   ``canary_gate`` over ``Observation`` values of the canary placement's ManagedClusterAddOns.
 
-Versions. The seed writes ``v1``, ``v2``, ``v3``, ``v0`` and compares them with ``<`` / ``>``; they are not
+Versions. The lifecycle writes ``v1``, ``v2``, ``v3``, ``v0`` and compares them with ``<`` / ``>``; they are not
 strict SemVer. They are read as Masterminds/semver v3 ``NewVersion`` reads a version (the loose reading OLM
 v1 applies to ``spec.version``): an optional ``v``, one to three numeric parts (missing ones are 0, leading
 zeros are accepted), an optional SemVer prerelease and build; ordered by SemVer precedence, build ignored.
 So ``v1 < v2 < v10`` and ``v2 == v2.0.0`` in order, while *membership* in ``supportedVersions`` is by exact
-string. In the seed's examples "invalid version v3 / v0" are well-formed versions that are not in
+string. In the lifecycle's examples "invalid version v3 / v0" are well-formed versions that are not in
 ``supportedVersions`` [v1, v2]; a malformed string (``latest``) is invalid too.
 
 Upstream Open Cluster Management (shared/reference/peers.md §C) has no ``installVersion``: a rollout is a
 change of the **config set** (``ManagedClusterAddOn.spec.configs``, a placement's ``configs``), tracked in
 status as ``desiredConfig`` / ``lastAppliedConfig`` / ``lastKnownGoodConfig`` with ``Progressing`` reason
-``Completed`` on success. What maps onto the seed, and what does not:
+``Completed`` on success. What maps onto the installVersion lifecycle, and what does not:
 
 ============================  =======================================================================
-seed 004                      config-based rollout (``classify_configs``, ``Observation.of_configs``)
+installVersion lifecycle      config-based rollout (``classify_configs``, ``Observation.of_configs``)
 ============================  =======================================================================
 Installing (no lastVersion)   no previous object, hence no previous config set
 Unchanged                     the same set of config references (order-insensitive)
@@ -60,7 +60,7 @@ from typing import Any
 
 import semver
 
-from webhook.conditions import Condition, find_condition, format_time, parse_time
+from webhook.conditions import Condition, find_condition, format_duration, format_time, parse_time
 from webhook.errors import InputError, InvalidVersion
 
 __all__ = [
@@ -86,11 +86,11 @@ __all__ = [
 ]
 
 PROGRESSING = "Progressing"
-"""The condition type seed 004 adds to ManagedClusterAddOn ("New condition")."""
+"""The condition type the add-on installVersion lifecycle adds to ManagedClusterAddOn ("New condition")."""
 UNKNOWN = "unknown"
-"""The value seed 004 writes to ``currentVersion`` while installing and to ``lastVersion`` for an invalid one."""
+"""The value the lifecycle writes to ``currentVersion`` while installing and to ``lastVersion`` for an invalid one."""
 SUCCESS_MESSAGE = "install completed with no errors."
-"""Seed 004's message of ``Progressing`` reason ``Succeed``, verbatim (also after an upgrade or rollback)."""
+"""The message of ``Progressing`` reason ``Succeed``, verbatim (also after an upgrade or rollback)."""
 UPSTREAM_SUCCESS = "Completed"
 """Upstream OCM's ``ProgressingReasonCompleted`` (addon/v1alpha1 types_managedclusteraddon.go)."""
 
@@ -103,7 +103,7 @@ _UINT64_MAX = 2**64 - 1
 
 
 class Change(enum.StrEnum):
-    """How ``installVersion`` moves relative to the previous one (seed 004, "Condition")."""
+    """How ``installVersion`` moves relative to the previous one (the add-on installVersion lifecycle, "Condition")."""
 
     INSTALLING = "Installing"
     """No previous version: ``lastVersion`` is empty or ``unknown`` (an invalid version reads as unknown)."""
@@ -116,7 +116,7 @@ class Change(enum.StrEnum):
 
 
 class Reason(enum.StrEnum):
-    """Reasons of the ``Progressing`` condition (seed 004, "New condition"); spellings are the seed's."""
+    """Reasons of the ``Progressing`` condition ("New condition"); spellings are the lifecycle's."""
 
     INSTALLING = "Installing"
     UPGRADING = "Upgrading"
@@ -164,9 +164,9 @@ def _is_unknown(version: str | None) -> bool:
 
 
 def classify(last_version: str | None, install_version: str) -> Change:
-    """Classify a move from ``last_version`` to ``install_version`` (seed 004, "Condition").
+    """Classify a move from ``last_version`` to ``install_version`` (the add-on installVersion lifecycle, "Condition").
 
-    ``last_version`` ``None``, empty, ``unknown`` or malformed (the seed: "invalid version is treated as
+    ``last_version`` ``None``, empty, ``unknown`` or malformed (the lifecycle: "invalid version is treated as
     unknown") → ``INSTALLING``; otherwise SemVer precedence of the two: ``UPGRADING``, ``ROLLINGBACK`` or
     ``UNCHANGED`` (``v2`` and ``v2.0.0`` are the same version). Raises ``InvalidVersion`` when
     ``install_version`` is malformed, since no move to it can be ordered.
@@ -197,7 +197,7 @@ def progressing_condition(
     *,
     supported_versions: Sequence[str] | None = None,
 ) -> Condition:
-    """The ``Progressing`` condition seed 004 ("Condition") derives from the three versions.
+    """The ``Progressing`` condition the add-on installVersion lifecycle, "Condition" derives from the three versions.
 
     ``install_version`` is the resolved ``spec.installVersion`` (see ``AddOnVersions.resolve``);
     ``current_version`` is ``status.currentVersion`` (``None``, empty and ``unknown`` all mean unknown);
@@ -211,7 +211,7 @@ def progressing_condition(
        ``classify``; ``change to`` when the version is malformed and there was a last version).
     3. ``failed_reason`` → False, ``Failed``, ``could not upgrade to version v2: <failed_reason>``.
     4. currentVersion unknown and the change is Installing / Upgrading / Rollingback → True, that reason,
-       ``Upgrading addon to version v2.`` (the seed's messages; Installing follows the same pattern).
+       ``Upgrading addon to version v2.`` (the lifecycle's messages; Installing follows the same pattern).
     5. anything else ("Any other reasons", e.g. lastVersion == installVersion while currentVersion is
        unknown, or currentVersion another version) → False, ``Failed``,
        ``could not install version v1: current version is unknown``.
@@ -254,7 +254,7 @@ def _progressing(status: bool, reason: Reason, message: str) -> Condition:
 
 @dataclass(frozen=True)
 class AddOnVersions:
-    """What a ClusterManagementAddOn offers (seed 004, "API changes"): ``supported`` in status order
+    """What a ClusterManagementAddOn offers ("API changes"): ``supported`` in status order
     (duplicates dropped) and the ``default`` version, or ``None``."""
 
     supported: tuple[str, ...]
@@ -264,7 +264,7 @@ class AddOnVersions:
     def from_status(cls, status: Mapping[str, Any] | None) -> AddOnVersions:
         """Read ``ClusterManagementAddOn.status`` (``supportedVersions``, ``defaultVersion``).
 
-        ``defaultVersion`` is a string in the seed's Go type and a one-element list in its YAML; both are
+        ``defaultVersion`` is a string in the lifecycle's Go type and a one-element list in its YAML; both are
         read, and so is an empty list (no default). Raises ``InputError`` for a list of several defaults
         or for entries that are not strings.
         """
@@ -282,7 +282,7 @@ class AddOnVersions:
         return cls(tuple(dict.fromkeys(supported)), default or None)
 
     def resolve(self, install_version: str | None) -> str | None:
-        """The effective version: ``install_version`` when non-empty, else the default (seed 004:
+        """The effective version: ``install_version`` when non-empty, else the default (the lifecycle:
         "If installVersion is not specified, the ClusterManagementAddOn status.defaultVersion will be
         used"); ``None`` when neither is known."""
         return install_version or self.default
@@ -290,7 +290,7 @@ class AddOnVersions:
     def validate(self, install_version: str | None, *, field: str = "installVersion") -> str | None:
         """The denial message for ``install_version`` (``field`` names it), or ``None`` when it is valid.
 
-        Valid means: the resolved version is listed in ``supported`` (exact string, seed 004 "Valid
+        Valid means: the resolved version is listed in ``supported`` (exact string, "Valid
         installVersion are listed in ClusterManagementAddOn status.supportedVersion") and parses (so that
         upgrade and rollback are defined). Messages, all ending with the supported versions in status order::
 
@@ -386,8 +386,8 @@ def last_known_good_configs(cma: Mapping[str, Any], namespace: str, name: str) -
 
 @dataclass(frozen=True)
 class Placement:
-    """One ``spec.installStrategy.placements[]`` entry: the seed's ``addonTemplate.installVersion`` and the
-    configs (upstream ``configs``, else the seed's ``addonTemplate.configs``)."""
+    """One ``spec.installStrategy.placements[]`` entry: the lifecycle's ``addonTemplate.installVersion`` and the
+    configs (upstream ``configs``, else the lifecycle's ``addonTemplate.configs``)."""
 
     namespace: str
     name: str
@@ -433,7 +433,7 @@ class PlacementChange:
 def placement_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> tuple[PlacementChange, ...]:
     """Every placement of ``new`` (a ClusterManagementAddOn) with how it moved from ``old`` (``None`` on
     CREATE), in ``new``'s spec order. A placement without ``installVersion`` runs its CMA's defaultVersion
-    (seed 004 "Fresh install"), so a new default moves it (seed 004 "Auto upgrade"). A placement new in
+    ("Fresh install"), so a new default moves it ("Auto upgrade"). A placement new in
     ``new`` is Installing (its clusters may still move from another placement's version; their
     ManagedClusterAddOns show that). The last-known-good configs come from ``new``'s status.
     """
@@ -459,7 +459,7 @@ def placement_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> 
 class Observation:
     """What one canary ManagedClusterAddOn runs: ``cluster`` (its namespace), ``running`` (the version, or
     the rendered config set, it runs successfully; ``None`` when it does not), and ``since`` (when its
-    ``Progressing`` condition turned to success: seed 004 "lastTransitionTime record the finish time")."""
+    ``Progressing`` condition turned to success: "lastTransitionTime record the finish time")."""
 
     cluster: str
     running: str | None
@@ -469,7 +469,7 @@ class Observation:
 
     @classmethod
     def of_install_version(cls, addon: Mapping[str, Any]) -> Observation:
-        """Seed 004: runs ``status.currentVersion`` when ``Progressing`` is False with reason ``Succeed``."""
+        """Runs ``status.currentVersion`` when ``Progressing`` is False with reason ``Succeed``."""
         status = addon.get("status") or {}
         return cls._observe(addon, status.get("currentVersion") or None, Reason.SUCCEED)
 
@@ -517,14 +517,14 @@ def canary_gate(
 ) -> CanaryVerdict:
     """May ``target`` (a version, or ``render_configs`` of a config set) reach a non-canary placement?
 
-    Seed 004 "Canary upgrade": a version reaches the other placements after the canary placement runs it
+    "Canary upgrade": a version reaches the other placements after the canary placement runs it
     successfully; here, when every ``canaries`` observation (the canary placement's ManagedClusterAddOns)
     runs ``target`` with a success ``since`` at least ``soak`` before ``now`` (upstream's ``minSuccessTime``).
     No canary → not allowed. ``now`` is the caller's clock (naive = UTC). Messages (clusters sorted)::
 
         no canary runs v2
         canary cluster1 does not run v2 successfully (Upgrading), canary cluster2 runs v1
-        canaries run v2 successfully; the soak of 1:00:00 ends at 2022-11-02T06:48:12Z
+        canaries run v2 successfully; the soak of 1h ends at 2022-11-02T06:48:12Z
         canaries cluster1, cluster2 have run v2 successfully since 2022-11-02T05:48:12Z, soak 1:00:00 passed
     """
     now = now if now.tzinfo else now.replace(tzinfo=datetime.UTC)
@@ -544,8 +544,11 @@ def canary_gate(
     ready_at = latest + soak
     if ready_at > now:
         return CanaryVerdict(
-            False, f"canaries run {target} successfully; the soak of {soak} ends at {format_time(ready_at)}", ready_at
+            False,
+            f"canaries run {target} successfully; the soak of {format_duration(soak)} ends at {format_time(ready_at)}",
+            ready_at,
         )
     names = ", ".join(seen.cluster for seen in ordered)
-    message = f"canaries {names} have run {target} successfully since {format_time(latest)}, soak {soak} passed"
+    since = format_time(latest)
+    message = f"canaries {names} have run {target} successfully since {since}, soak {format_duration(soak)} passed"
     return CanaryVerdict(True, message, ready_at)

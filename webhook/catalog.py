@@ -27,13 +27,14 @@ from typing import Any
 
 import semver
 
-from webhook.errors import CatalogError, InvalidVersion, ManifestError
+from webhook.errors import CatalogError, FetchError, InvalidVersion, ManifestError
 from webhook.manifests import iter_yaml_documents, load_manifest
 from webhook.versions import parse_version
 
 PACKAGE, CHANNEL, BUNDLE, DEPRECATIONS = "olm.package", "olm.channel", "olm.bundle", "olm.deprecations"
 NAME_LABEL = "olm.operatorframework.io/metadata.name"
 CLUSTER_CATALOG_FILE = "clustercatalog.yaml"
+CSV_METADATA = "olm.csv.metadata"
 DEPENDENCY_PROPERTIES = frozenset({"olm.package.required", "olm.gvk.required", "olm.constraint"})
 
 _WHITESPACE = re.compile(r"\s*")
@@ -141,6 +142,14 @@ class Bundle:
     version_text: str | None
     version_release: VersionRelease | None
     version_error: str | None = None
+
+    def csv_metadata(self) -> Mapping[str, Any]:
+        """The ``olm.csv.metadata`` property's value (the ClusterServiceVersion's description, displayName,
+        links, maintainers, provider, ...), or an empty mapping when the bundle carries none."""
+        for prop in self.properties:
+            if prop.type == CSV_METADATA and isinstance(prop.value, Mapping):
+                return prop.value
+        return {}
 
     def dependency_property(self) -> str | None:
         """The first property type that declares a dependency OLM v1 does not support, if any."""
@@ -255,6 +264,13 @@ class Catalog:
             except CatalogError as error:
                 found.append(error)
         return found
+
+    def package_of_bundle(self, name: str) -> str | None:
+        """The package whose ``olm.bundle`` blob is called ``name``, if any (decodes every bundle blob)."""
+        for package, blobs in sorted(self.blobs.items()):
+            if any(b.schema == BUNDLE and b.data.get("name") == name for b in blobs):
+                return package
+        return None
 
     def bundle_count(self) -> int:
         """How many ``olm.bundle`` blobs the catalog holds (validated or not)."""
@@ -493,7 +509,8 @@ def load_catalog(location: str | Path, *, timeout: float = 30.0) -> Catalog:
     The catalog is named after the directory or file base name (a file's suffix dropped), or the last path
     segment of the URL. A directory's ``clustercatalog.yaml`` (ClusterCatalog manifest) sets the name,
     labels, ``spec.priority``, ``spec.availabilityMode`` and ``Serving``. A URL is read at
-    ``<base>/api/v1/all`` (catalogd). Raises ``CatalogError`` when the path or URL cannot be read, and
+    ``<base>/api/v1/all`` (catalogd). Raises ``CatalogError`` when the path cannot be read, ``FetchError``
+    when the URL cannot be fetched, and
     ``ManifestError`` for a malformed ``clustercatalog.yaml``; malformed blobs are recorded per package.
     """
     text = str(location)
@@ -532,9 +549,11 @@ def _load_url(base: str, timeout: float) -> Catalog:
             text = response.read().decode("utf-8")
     except urllib.error.HTTPError as error:
         error.close()
-        raise CatalogError(f"{url}: cannot fetch catalog: {error}") from None
-    except (urllib.error.URLError, OSError, UnicodeDecodeError) as error:
-        raise CatalogError(f"{url}: cannot fetch catalog: {error}") from None
+        raise FetchError(f"{url}: cannot fetch catalog: {error}") from None
+    except (urllib.error.URLError, OSError) as error:
+        raise FetchError(f"{url}: cannot fetch catalog: {error}") from None
+    except UnicodeDecodeError as error:
+        raise CatalogError(f"{url}: cannot read catalog: {error}") from None
     catalog = Catalog(base.rsplit("/", 1)[-1])
     try:
         for blob, where, raw in iter_json_stream(text, url):

@@ -1,6 +1,6 @@
 """``metav1.Condition`` lists as plain JSON-shaped dicts: find, set, remove; pure, the time passed in.
 
-Follows seed 003 ("Transition History": ``status.conditions`` holds the last observed condition of each
+Follows the condition conventions ("Transition History": ``status.conditions`` holds the last observed condition of each
 type, one entry per type; own only your condition types, never reorder the others) and apimachinery
 ``k8s.io/apimachinery/pkg/api/meta`` ``SetStatusCondition`` / ``FindStatusCondition`` /
 ``RemoveStatusCondition``:
@@ -48,6 +48,18 @@ def format_time(moment: datetime.datetime) -> str:
     ``2022-11-02T05:48:12Z``. A naive ``moment`` is read as UTC; fractions of a second are dropped."""
     aware = moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
     return aware.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_duration(duration: datetime.timedelta) -> str:
+    """``duration`` as a Go duration in its shortest form, which ``time.ParseDuration`` reads back: ``1h``,
+    ``24h``, ``1h30m``, ``10m``, ``45s``, ``1.5s``, ``0s`` (hours are the largest unit, as in Go)."""
+    micros = (duration.days * 86_400 + duration.seconds) * 1_000_000 + duration.microseconds
+    sign, micros = ("-", -micros) if micros < 0 else ("", micros)
+    hours, micros = divmod(micros, 3_600_000_000)
+    minutes, micros = divmod(micros, 60_000_000)
+    seconds = f"{micros / 1_000_000:f}".rstrip("0").rstrip(".") + "s" if micros else ""
+    text = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "") + seconds
+    return sign + (text or "0s")
 
 
 def parse_time(text: str) -> datetime.datetime:
@@ -112,7 +124,7 @@ def set_condition(
     ``observedGeneration`` and ``lastTransitionTime``. An absent type is appended at the end with
     ``lastTransitionTime`` = its own or ``now``. A present type is updated in place: ``status``,
     ``reason``, ``message`` and ``observedGeneration`` come from ``condition``; ``lastTransitionTime`` is
-    kept unless ``status`` changed (seed 003). Every other entry is returned unchanged and in its position.
+    kept unless ``status`` changed. Every other entry is returned unchanged and in its position.
     ``now`` is the caller's clock (a naive datetime is UTC). Callers detect a change by comparing the
     result with the input. Raises ``InputError`` (see ``validate_condition``) for an invalid condition.
     """

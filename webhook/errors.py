@@ -9,14 +9,23 @@
     │   ├── CatalogError             a malformed File-Based Catalog blob (file and line)
     │   ├── ManifestError            a malformed Kubernetes manifest (file and line)
     │   ├── PolicyLoadError          a policy set that does not load (file, document, field, column)
+    │   ├── ReleaseError             an operator-controller release object that cannot be read
     │   └── ReviewError              a malformed AdmissionReview request (HTTP 400)
     ├── ResolutionError              OLM v1 found no single bundle: CLI exit 1, upstream's text
     ├── CelError                     a CEL expression failed to compile or evaluate
     │   ├── CelCompileError          parse or check error, found at load time
     │   └── CelEvaluationError       run-time error (no such key, overflow, cost budget, ...)
-    │       └── CostLimitExceeded    the per-evaluation cost budget ran out
+    │       ├── CostLimitExceeded    the per-evaluation cost budget ran out
+    │       └── URLError             a text is not a URL as Go's net/url reads it (also a ValueError)
+    ├── AdmissionPolicyError         a policy could not decide a request: its failurePolicy applies
+    │   ├── MatchError               matching could not decide (the request's namespace is unknown)
+    │   ├── ParamError               a binding's params cannot be collected
+    │   └── MutationError            a mutation could not be applied
+    ├── FetchError                   a catalogd URL could not be fetched: CLI exit 1
     ├── GitError                     a git command or a forge call failed
     └── ClusterError                 the Kubernetes API could not be reached or refused
+        ├── Expired                  a watch's resourceVersion is too old (HTTP 410): relist
+        └── NotServed                the API server does not serve the kind (HTTP 404)
 
 Outside the tree, on purpose a ``BaseException`` so that no ``except Exception`` (CEL error absorption, a
 library's catch-all) can swallow it: ``DeadlineExceeded``, the request deadline passed during an evaluation; the
@@ -68,8 +77,17 @@ class PolicyLoadError(InputError):
         self.problems = problems or (message,)
 
 
+class ReleaseError(InputError):
+    """An index Secret or ClusterObjectSet does not say which extension, revision or bundle it holds, or its
+    payload is not base64, gzip or JSON within the decoding bounds; the message names the object."""
+
+
 class ReviewError(InputError):
     """An AdmissionReview request is malformed (not JSON, wrong kind, missing uid, ...)."""
+
+
+class FetchError(UpgradeGateError):
+    """A catalog URL could not be fetched (unreachable, HTTP error): an operational failure, not bad input."""
 
 
 class ResolutionError(UpgradeGateError):
@@ -92,12 +110,41 @@ class CostLimitExceeded(CelEvaluationError):
     """An evaluation ran past its cost budget and was stopped."""
 
 
+class URLError(CelEvaluationError, ValueError):
+    """A text is not a URL as Go's ``net/url`` parses it; the message is Go's reason."""
+
+
+class AdmissionPolicyError(UpgradeGateError):
+    """A policy could not decide a request; the binding's ``failurePolicy`` decides the outcome. Messages are the
+    kube-apiserver's texts."""
+
+
+class MatchError(AdmissionPolicyError):
+    """Matching could not decide (the request's namespace is unknown); the message is upstream's text."""
+
+
+class ParamError(AdmissionPolicyError):
+    """The params of a binding cannot be collected; the message is upstream's text."""
+
+
+class MutationError(AdmissionPolicyError):
+    """A mutation could not be applied; the message says why."""
+
+
 class GitError(UpgradeGateError):
     """A git command or a Git forge API call failed."""
 
 
 class ClusterError(UpgradeGateError):
     """The Kubernetes API server could not be reached or refused a call."""
+
+
+class Expired(ClusterError):
+    """A watch's resourceVersion is too old (HTTP 410 Gone): relist."""
+
+
+class NotServed(ClusterError):
+    """The API server does not serve the kind (HTTP 404: its CRD is not installed)."""
 
 
 class DeadlineExceeded(BaseException):

@@ -55,3 +55,24 @@ def load_manifest(path: Path, kind: str) -> dict[str, Any]:
         what = "no" if not found else "more than one"
         raise ManifestError(f"{path}: {what} {kind} manifest found{seen}")
     return dict(found[0])
+
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def load_manifests(path: Path, kind: str) -> list[tuple[dict[str, Any], str]]:
+    """Every manifest of ``kind`` in a file or under a directory (``*.yaml``, ``*.yml``, ``*.json``, recursively,
+    in path order), each with its origin ``<file>:<line>``. Raises ``ManifestError`` naming the file when one
+    cannot be read or parsed, or when there is none."""
+    files = (
+        sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file()) if path.is_dir() else [path]
+    )
+    found = [
+        (dict(document), f"{file}:{line}")
+        for file in files
+        for document, line in iter_yaml_documents(read_text(file), str(file))
+        if isinstance(document, Mapping) and document.get("kind") == kind
+    ]
+    if not found:
+        raise ManifestError(f"{path}: no {kind} manifest found")
+    return found

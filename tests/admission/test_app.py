@@ -19,10 +19,10 @@ from webhook.admission.metrics import Metrics
 from webhook.admission.review import Decision
 from webhook.admission.runtime import PolicyRuntime
 from webhook.logs import JsonFormatter
+from webhook.objects import ObjectStore
 from webhook.policy.cel.cost import check_deadline
 from webhook.policy.decision import Decision as Allowed
 from webhook.policy.model import PolicySet
-from webhook.policy.store import ObjectStore
 from webhook.settings import DEFAULT_CEL_ENGINE, ServeSettings
 
 

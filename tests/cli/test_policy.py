@@ -43,10 +43,40 @@ def test_an_unknown_cel_engine_is_bad_input() -> None:
 
 
 def test_a_failing_case_exits_1_and_is_listed() -> None:
-    code, out, _ = _run("policy", "test", str(SUITES / "wrong-expectations.yaml"), "-o", "json")
+    code, out, err = _run("policy", "test", str(SUITES / "wrong-expectations.yaml"), "-o", "json")
     assert code == 1
     (suite,) = json.loads(out)
     assert [c["passed"] for c in suite["cases"]] == [True, False, False, False]
+    assert err == "upgrade-gate: 3 of 4 cases failed\n"
+
+
+def test_a_directory_without_suites_is_bad_input_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text((ROOT / "policies" / "revision-integrity.yaml").read_text())
+    code, out, err = _run("policy", "test", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == f"upgrade-gate: no PolicyTest suite (kind: PolicyTest) found in {tmp_path}\n"
+
+
+def test_lint_of_a_directory_without_policy_files_is_bad_input_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("nothing to lint")
+    code, out, err = _run("policy", "lint", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == f"upgrade-gate: no policy file (*.yaml, *.yml, *.json) found in {tmp_path}\n"
+
+
+def test_lint_reports_a_binding_that_names_no_policy(tmp_path: Path) -> None:
+    binding = (
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n"
+        "metadata: {name: orphan}\nspec: {policyName: upgrade-gate-revision-integrty, validationActions: [Deny]}\n"
+    )
+    (tmp_path / "binding.yaml").write_text(binding)
+    (tmp_path / "policy.yaml").write_text((ROOT / "policies" / "revision-integrity.yaml").read_text())
+    code, _, err = _run("policy", "lint", str(tmp_path))
+    assert code == 1
+    assert err == (
+        f"{tmp_path / 'binding.yaml'}: ValidatingAdmissionPolicyBinding orphan: spec.policyName "
+        "'upgrade-gate-revision-integrty' names no ValidatingAdmissionPolicy here\n"
+    )
 
 
 def test_a_missing_suite_path_is_bad_input(tmp_path: Path) -> None:
@@ -62,7 +92,7 @@ def test_lint_lists_every_file_and_reports_the_broken_one(tmp_path: Path) -> Non
     assert code == 1
     by_file = {Path(r["file"]).name: r for r in json.loads(out)}
     assert by_file["good.yaml"]["policies"] == [
-        {"kind": "ValidatingAdmissionPolicy", "name": "no-latest", "portable": True, "extensions": []}
+        {"kind": "ValidatingAdmissionPolicy", "name": "no-latest", "portable": True, "extensions": [], "fallbacks": []}
     ]
     assert by_file["bad.yaml"]["errors"]
     assert err.startswith(f"{tmp_path / 'bad.yaml'}:8:")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,7 +81,73 @@ def test_a_resolution_error_exits_1_with_upstreams_message(tmp_path: Path) -> No
     )
     assert code == 1
     assert json.loads(out)["error"] == message
-    assert err == f"upgrade-gate: {message}\n"
+    why = "package nope is in none of the selected catalogs (certified-operators-v4.22)"
+    assert json.loads(out)["unavailable"] == why
+    assert err == f"upgrade-gate: {message}; {why}\n"
+
+
+def test_a_resolution_error_in_text_output_is_also_one_line_on_stderr(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path, '">=1.27.0 <2.0.0"', '">=9.0.0"')
+    code, out, err = _run("-f", str(manifest), "--catalog", str(REAL))
+    message = (
+        'error upgrading from currently installed version "1.27.1": no bundles found for package "cloudnative-pg" '
+        'matching version ">=9.0.0" in channels [stable-v1]'
+    )
+    assert (code, err) == (1, f"upgrade-gate: {message}\n")
+    assert f"error      {message}" in out
+
+
+def test_a_selector_that_selects_no_catalog_is_named_in_the_output(tmp_path: Path) -> None:
+    selector = "\n      selector: {matchLabels: {olm.operatorframework.io/metadata.name: certified-operators}}\n"
+    manifest = _manifest(tmp_path, "channels: [stable-v1]\n", "channels: [stable-v1]" + selector)
+    code, out, err = _run("-f", str(manifest), "--catalog", str(REAL))
+    why = (
+        "the catalog selector olm.operatorframework.io/metadata.name=certified-operators selects none of the "
+        "catalogs (certified-operators-v4.22)"
+    )
+    assert code == 1
+    assert f"because    {why}" in out
+    assert err.endswith(f"; {why}\n")
+
+
+def test_the_example_of_the_help_text_runs() -> None:
+    help_text = CliRunner().invoke(main, ["resolve", "--help"]).stdout
+    example = help_text.split("Example", 1)[1].split(":", 1)[1].split("Options:", 1)[0]
+    argv = example.replace("\\\n", " ").split()
+    assert argv[:2] == ["upgrade-gate", "resolve"]
+    argv = [str(ROOT / a) if a.startswith(("examples/", "catalogs/")) else a for a in argv[2:]]
+    code, out, err = _run(*argv)
+    assert (code, err) == (0, "")
+    assert "resolved   cloudnative-pg.v1.27.1 (1.27.1)" in out
+
+
+@pytest.mark.parametrize(
+    ("installed", "error"),
+    [
+        pytest.param(
+            "x@notaversion",
+            "--installed 'x@notaversion': invalid version \"notaversion\": No Major.Minor.Patch elements found",
+            id="an installed version that is not semver is bad input",
+        ),
+        pytest.param(
+            "postgresoperator.v5.8.7@5.8.7",
+            "--installed 'postgresoperator.v5.8.7@5.8.7': bundle postgresoperator.v5.8.7 belongs to package "
+            "crunchy-postgres-operator, not cloudnative-pg",
+            id="an installed bundle of another package is bad input",
+        ),
+    ],
+)
+def test_a_bad_installed_bundle_exits_2_with_one_line(installed: str, error: str) -> None:
+    code, out, err = _run("-f", str(EXAMPLE), "--catalog", str(REAL), "--installed", installed)
+    assert (code, out, err) == (2, "", f"upgrade-gate: {error}\n")
+
+
+def test_an_installed_bundle_in_no_catalog_is_a_warning() -> None:
+    code, _, err = _run("-f", str(EXAMPLE), "--catalog", str(REAL), "--installed", "cloudnative-pg.v1.27.9@1.27.9")
+    assert code == 1
+    assert err.startswith(
+        "upgrade-gate: warning: --installed bundle cloudnative-pg.v1.27.9 is in no catalog's package cloudnative-pg\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -108,7 +175,7 @@ def test_a_resolution_error_exits_1_with_upstreams_message(tmp_path: Path) -> No
         pytest.param(
             "packageName: cloudnative-pg\n",
             "\n",
-            "{path}: spec.source.catalog.packageName is required",
+            "{path}:3: spec.source.catalog.packageName is required",
             id="no package",
         ),
     ],
@@ -121,3 +188,49 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, old: str, new: str, err
     assert err.startswith("upgrade-gate: " + error.format(path=manifest))
     assert err.count("\n") == 1
     assert "Traceback" not in err
+
+
+def test_the_walkthrough_resolves_the_example_repository_as_its_readme_shows() -> None:
+    readme = (ROOT / "examples" / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", readme, flags=re.DOTALL)
+    [index] = [i for i, b in enumerate(blocks) if b.startswith("upgrade-gate resolve -f examples/gitops-repo")]
+    argv = blocks[index].replace("\\\n", " ").split()
+    code, out, err = _run(*[str(ROOT / a) if a.startswith(("examples/", "catalogs/")) else a for a in argv[2:]])
+    assert (code, err) == (0, "")
+    assert out == blocks[index + 1]
+
+
+def test_an_unreachable_catalogd_url_exits_1_with_one_line() -> None:
+    code, out, err = _run("-f", str(EXAMPLE), "--catalog", "http://127.0.0.1:9/catalogs/x")
+    assert (code, out) == (1, "")
+    assert err.startswith("upgrade-gate: http://127.0.0.1:9/catalogs/x/api/v1/all: cannot fetch catalog: ")
+    assert err.count("\n") == 1
+
+
+def test_a_directory_of_extensions_gives_a_table_with_one_row_each(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
+    other = EXAMPLE.read_text(encoding="utf-8").replace("name: cloudnative-pg\n", "name: other\n", 1)
+    broken = other.replace("name: other\n", "name: nope\n", 1).replace(
+        "packageName: cloudnative-pg", "packageName: nope"
+    )
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "b.yaml").write_text(f"{other}---\n{broken}", encoding="utf-8")
+    code, out, err = _run("-f", str(tmp_path), "--catalog", str(REAL))
+    assert out.splitlines() == [
+        "EXTENSION       PACKAGE         INSTALLED  RESOLVED  CATALOG                    REVISION",
+        "cloudnative-pg  cloudnative-pg  1.27.1     1.28.0    certified-operators-v4.22  cloudnative-pg-1.28.0",
+        "other           cloudnative-pg  1.27.1     1.28.0    certified-operators-v4.22  other-1.28.0",
+        "nope            nope            1.27.1     -         -                          error: error upgrading from "
+        'currently installed version "1.27.1": no bundles found for package "nope" matching version ">=1.27.0 '
+        '<2.0.0" in channels [stable-v1]; package nope is in none of the selected catalogs (certified-operators-v4.22)',
+    ]
+    assert (code, err) == (1, "upgrade-gate: 1 of 3 ClusterExtensions do not resolve: nope\n")
+    code, out, _ = _run("-f", str(tmp_path / "nested" / "b.yaml"), "--catalog", str(REAL), "-o", "json")
+    assert [(d["extension"], d["error"] is None) for d in json.loads(out)] == [("other", True), ("nope", False)]
+
+
+def test_installed_needs_a_single_extension(tmp_path: Path) -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    (tmp_path / "two.yaml").write_text(f"{text}---\n{text.replace('name: cloudnative-pg', 'name: x', 1)}")
+    code, _, err = _run("-f", str(tmp_path / "two.yaml"), "--catalog", str(REAL), "--installed", "x@1.0.0")
+    assert (code, err) == (2, f"upgrade-gate: --installed needs one ClusterExtension; {tmp_path / 'two.yaml'} has 2\n")

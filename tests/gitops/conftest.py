@@ -7,6 +7,7 @@ copied from the bundled real catalog (optionally cut at a version, to play a cat
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -136,8 +137,9 @@ def _newer(blob: dict[str, object], limit: str) -> bool:
     return _newer_name(str(blob["name"]), limit)
 
 
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+@contextlib.contextmanager
+def gitops_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """A ``World`` in ``tmp_path``, with git configured for a fresh machine and a human's identity."""
     config = tmp_path / "gitconfig"
     config.write_text("")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
@@ -147,3 +149,9 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         monkeypatch.setenv(f"GIT_{role}_EMAIL", HUMAN)
     with FakeGitHub("example-org/clusters") as github:
         yield World(tmp_path, github)
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    with gitops_world(tmp_path, monkeypatch) as built:
+        yield built

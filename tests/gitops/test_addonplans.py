@@ -1,5 +1,5 @@
-"""``plan_addon`` and ``set_scalars`` without git: the seed 004 cases of tests/data/gitops/addon-plans.yaml, and
-the minimal-edit rules of ``webhook.gitops.yamledit``."""
+"""``plan_addon`` and ``set_scalars`` without git: the add-on installVersion lifecycle cases of
+tests/data/gitops/addon-plans.yaml, and the minimal-edit rules of ``webhook.gitops.yamledit``."""
 
 from __future__ import annotations
 

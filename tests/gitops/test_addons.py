@@ -1,11 +1,11 @@
 """Add-on installVersion proposals through ``run_cycle``: real git remotes, the fake GitHub, a fake hub cluster.
 
-Expectations come from seed 004 ("Canary upgrade": the canary placement gets the new version first, the other
-placements after it ran successfully; "Valid installVersion are listed in ClusterManagementAddOn
-status.supportedVersion"; a rollback is a human's call) and the issue's sync rules (one branch and pull request
-per add-on, idempotent runs, human commits respected, closed pull requests not proposed again, withdrawal).
-The hub (tests/data/gitops/addons/cluster.yaml) holds objects shaped as Open Cluster Management serves them:
-canary-placement decides cluster1, global-placement decides cluster1..3, helloworld supports v1 and v2.
+Expectations come from the add-on installVersion lifecycle ("Canary upgrade": the canary placement gets the new
+version first, the other placements after it ran successfully; "Valid installVersion are listed in
+ClusterManagementAddOn status.supportedVersion"; a rollback is a human's call) and the issue's sync rules (one
+branch and pull request per add-on, idempotent runs, human commits respected, closed pull requests not proposed
+again, withdrawal). The hub (tests/data/gitops/addons/cluster.yaml) holds objects shaped as Open Cluster Management
+serves them: canary-placement decides cluster1, global-placement decides cluster1..3, helloworld supports v1 and v2.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_the_canary_placement_and_canary_clusters_are_proposed_first_and_the_oth
         "| cluster cluster1 (canary) | from v1 to v2 |",
         "| placement default/global-placement (held) | stays at v1 until the canaries have run v2 |",
         "| cluster cluster3 (held) | stays at v1 until the canaries have run v2 |",
-        "| Canary | placement default/canary-placement first, the others once every canary has run v2 for 1:00:00; "
+        "| Canary | placement default/canary-placement first, the others once every canary has run v2 for 1h; "
         "now: canary cluster1 runs v1 |",
     ):
         assert row in pull["body"]
@@ -120,7 +120,7 @@ def test_the_others_are_held_while_the_canary_soaks_and_proposed_after_the_soak(
         (
             "held",
             "placement default/global-placement, cluster cluster3 wait for the canary placement "
-            "default/canary-placement: canaries run v2 successfully; the soak of 1:00:00 ends at 2026-03-01T12:30:00Z; "
+            "default/canary-placement: canaries run v2 successfully; the soak of 1h ends at 2026-03-01T12:30:00Z; "
             f"branch {BRANCH} deleted until then",
             "2026-03-01T12:30:00Z",
         )
@@ -264,8 +264,8 @@ def test_an_invalid_manifest_is_reported_with_file_and_line_while_the_rest_proce
     hub.write("clusters/hub/addons/decision.yaml", "# decided by hand\n---\n" + decision)
     hub.push("bad add-on files")
     report = sync(hub)
-    skipped = {(e.subject, e.reason, e.file) for e in report.entries if e.action == "skipped"}
-    assert skipped == {
+    invalid = {(e.subject, e.reason, e.file) for e in report.entries if e.action == "invalid"}
+    assert invalid == {
         (
             "addon/broken",
             "clusters/hub/addons/broken.yaml:24: spec.installStrategy.placements[1].addonTemplate.installVersion "
@@ -273,17 +273,17 @@ def test_an_invalid_manifest_is_reported_with_file_and_line_while_the_rest_proce
             "clusters/hub/addons/broken.yaml",
         ),
         (
-            "clusters/hub/addons/unreadable.yaml:3: invalid YAML: did not find expected node content",
+            "clusters/hub/addons/unreadable.yaml:3",
             "invalid YAML: did not find expected node content",
             "clusters/hub/addons/unreadable.yaml",
         ),
         (
-            "clusters/hub/addons/decision.yaml:3: status.decisions must be a list of mappings",
+            "clusters/hub/addons/decision.yaml:3",
             "status.decisions must be a list of mappings",
             "clusters/hub/addons/decision.yaml",
         ),
         (
-            "clusters/hub/addons/nameless.yaml:1: a ManagedClusterAddOn needs metadata.name and metadata.namespace",
+            "clusters/hub/addons/nameless.yaml:1",
             "a ManagedClusterAddOn needs metadata.name and metadata.namespace",
             "clusters/hub/addons/nameless.yaml",
         ),
@@ -296,7 +296,7 @@ def test_a_hub_without_the_add_on_skips_it_and_a_missing_cluster_is_one_error(hu
     objects = [o for o in hub_objects() if o["kind"] != "ClusterManagementAddOn"]
     report = hub.sync(cluster=FakeHub(objects))
     assert entry(report) == (
-        "skipped",
+        "unresolved",
         "ClusterManagementAddOn helloworld is not in the cluster: its supported versions are unknown",
     )
     with pytest.raises(InputError, match=r"^upgrade-gate.yaml: addons.installed: cluster needs a cluster"):
@@ -343,9 +343,9 @@ def test_the_pull_request_says_whether_the_bundled_policies_would_admit_applying
         "ValidatingAdmissionPolicy 'upgrade-gate-addon-placements' with binding 'upgrade-gate-addon-placements' "
         "denied request: add-on helloworld waits for the canary placement default/canary-placement to run its target "
         "for 1h: placement default/global-placement may not upgrade to v2: canaries run v2 successfully; the soak of "
-        "1:00:00 ends at 2026-03-01T12:30:00Z; ManagedClusterAddOn cluster3/helloworld: ValidatingAdmissionPolicy "
+        "1h ends at 2026-03-01T12:30:00Z; ManagedClusterAddOn cluster3/helloworld: ValidatingAdmissionPolicy "
         "'upgrade-gate-addon-install-version' with binding 'upgrade-gate-addon-install-version' denied request: "
         "add-on helloworld on cluster cluster3 may not upgrade to v2 before the canary placement "
-        "default/canary-placement has run it for 1h: canaries run v2 successfully; the soak of 1:00:00 ends at "
+        "default/canary-placement has run it for 1h: canaries run v2 successfully; the soak of 1h ends at "
         "2026-03-01T12:30:00Z |"
     ) in pull["body"]

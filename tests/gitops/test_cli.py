@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from tests.gitops.conftest import ROOT, World
 from webhook.cli import main
-from webhook.cli.sync import parse_duration
+from webhook.cli.sync import _render, parse_duration
 from webhook.errors import InputError
 
 
@@ -29,7 +29,8 @@ def test_the_summary_table_lists_what_changed_and_counts_the_rest(world: World) 
     assert lines[0].split() == ["SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL", "REQUEST", "REASON"]
     assert lines[1].split()[:5] == ["cloudnative-pg", "proposed", "1.29.2", "1.30.0", "upgrade-gate/cloudnative-pg"]
     assert lines[-1].startswith(
-        "1 proposed, 0 updated, 0 removed, 0 withdrawn, 0 held, 0 skipped, 0 failed, 2 unchanged"
+        "1 proposed, 0 updated, 0 removed, 0 withdrawn, 0 opened, 0 held, 0 skipped, 2 unchanged, "
+        "0 invalid, 0 unresolved, 0 failed"
     )
 
 
@@ -100,8 +101,62 @@ def test_a_held_add_on_is_listed_with_the_gate_message_and_its_ready_time_in_jso
     assert (code, row.split()[:2]) == (0, ["addon/helloworld", "held"])
     assert row.endswith(
         "placement default/global-placement waits for the canary placement default/canary-placement: canaries run v2 "
-        "successfully; the soak of 1:00:00 ends at 2999-01-01T01:00:00Z"
+        "successfully; the soak of 1h ends at 2999-01-01T01:00:00Z"
     )
     code, out, _ = run(world, "--once", "-o", "json")
     [held] = [e for e in json.loads(out)["entries"] if e["subject"] == "addon/helloworld"]
     assert (held["action"], held["ready_at"]) == ("held", "2999-01-01T01:00:00Z")
+
+
+def test_a_run_with_problems_lists_them_by_file_and_exits_1_with_one_line(world: World) -> None:
+    world.write("clusters/prod/extensions/broken.yaml", "kind: ClusterExtension\nmetadata: {name: [\n")
+    path = world.human / "clusters/prod/extensions/crunchy-postgres-operator.yaml"
+    path.write_text(path.read_text().replace("packageName: crunchy-postgres-operator", "packageName: nope"))
+    world.push("a broken file and a package no catalog has")
+    code, out, err = run(world, "--once")
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:-1]}
+    assert rows == {
+        "clusters/prod/extensions/broken.yaml:3": "invalid",
+        "cloudnative-pg": "proposed",
+        "crunchy-postgres-operator": "unresolved",
+    }
+    assert (code, err) == (1, "upgrade-gate: 2 need attention (1 invalid, 1 unresolved)\n")
+
+
+def test_a_base_branch_the_remote_lacks_is_bad_input(world: World) -> None:
+    world.set_config(lambda text: text.replace("baseBranch: main", "baseBranch: nope"))
+    world.push("a base branch that does not exist")
+    assert run(world, "--once")[::2] == (
+        2,
+        "upgrade-gate: upgrade-gate.yaml: baseBranch: the remote has no branch nope\n",
+    )
+
+
+def test_an_unreachable_catalogd_url_exits_1_with_one_line(world: World) -> None:
+    world.set_config(lambda text: text.replace("content: fbc/{name}", "content: http://127.0.0.1:9/catalogs/{name}"))
+    world.push("catalogd that is not there")
+    code, _, err = run(world, "--once")
+    assert code == 1
+    assert err.startswith("upgrade-gate: http://127.0.0.1:9/catalogs/certified-operators/api/v1/all: cannot fetch")
+    assert err.count("\n") == 1
+
+
+def test_a_dry_run_prints_the_diffs_and_says_nothing_was_pushed(world: World) -> None:
+    code, out, _ = run(world, "--once", "--dry-run")
+    assert code == 0
+    assert "cloudnative-pg on upgrade-gate/cloudnative-pg:\n--- /dev/null\n+++ b/clusters/prod/revisions/" in out
+    assert out.rstrip().endswith("; dry run: nothing pushed, nothing written to the forge)")
+    assert list(world.branches()) == ["main"]
+
+
+def test_interval_cycles_print_their_time_and_only_what_changed(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = world.sync()
+    _render(first, "text", stamp="2026-03-01T12:00:00Z")
+    second = world.sync()
+    _render(second, "text", stamp="2026-03-01T12:10:00Z", previous=first)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "2026-03-01T12:00:00Z cycle"
+    assert lines[2].startswith("cloudnative-pg  proposed")
+    assert lines[-2] == "2026-03-01T12:10:00Z cycle", "nothing changed: the time and the counts only"

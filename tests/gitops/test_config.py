@@ -94,7 +94,7 @@ def test_other_durations_are_none(text: str) -> None:
 def test_the_example_hub_repository_reads_as_documented() -> None:
     config = load_config(ROOT / "examples" / "gitops-hub")
     assert config.addons == AddOnConfig(
-        ("addons",), "cluster", ("default/canary-placement",), datetime.timedelta(days=1)
+        ("addons",), "cluster", ("default/canary-placement",), datetime.timedelta(hours=1)
     )
     assert (config.extensions, config.catalogs) == ((), ())
     assert [a.name for a in read_addons(ROOT / "examples" / "gitops-hub", config.addons.manifests).addons] == [

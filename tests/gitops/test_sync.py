@@ -1,9 +1,9 @@
 """``run_cycle`` on real git repositories (a bare remote and clones), the real catalog and a fake GitHub.
 
-Expectations come from seed 000 (create / update with reset / cleanup, pinned versions), seed 002 (catalog
-image templates) and the issue (one branch per extension, idempotency, human commits, closed pull requests,
-push races, bad input), read off the real catalog: in channel stable-v1 cloudnative-pg.v1.30.0 replaces
-cloudnative-pg.v1.29.2; in channel v5 postgresoperator.v5.8.8 replaces postgresoperator.v5.8.7.
+Expectations come from the ClusterExtensionRevision lifecycle (create / update with reset / cleanup, pinned
+versions), catalog image templates and the sync loop's rules (one branch per extension, idempotency, human commits,
+closed pull requests, push races, bad input), read off the real catalog: in channel stable-v1 cloudnative-pg.v1.30.0
+replaces cloudnative-pg.v1.29.2; in channel v5 postgresoperator.v5.8.8 replaces postgresoperator.v5.8.7.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_a_second_run_with_nothing_new_changes_nothing(world: World) -> None:
     assert spec(world.show(BRANCH, REVISION))["availableSince"] == "2026-03-01T12:00:00Z"
 
 
-def test_a_newer_upgrade_replaces_an_approved_revision_and_resets_approval(world: World) -> None:
+def test_a_newer_upgrade_updates_the_approved_revision_in_place_and_resets_approval(world: World) -> None:
     # SelfCertified: any version in range, no upgrade edge needed; 1.29.1 installed, the catalog stops at 1.29.2.
     path = world.human / EXTENSION
     path.write_text(
@@ -129,8 +129,10 @@ def test_a_newer_upgrade_replaces_an_approved_revision_and_resets_approval(world
     world.now += datetime.timedelta(days=2)
     report = world.sync()
     assert entry(report, "cloudnative-pg")[0] == "updated"
-    assert world.files(BRANCH) == [".gitkeep", "cloudnative-pg-1.30.0.yaml"]
-    assert spec(world.show(BRANCH, REVISION)) | {} == {
+    # The same object, updated: applied by Argo CD or Flux, an UPDATE the one-revision rule admits.
+    assert world.files(BRANCH) == [".gitkeep", "cloudnative-pg-1.29.2.yaml"]
+    assert yaml.safe_load(world.show(BRANCH, old) or "")["metadata"]["name"] == "cloudnative-pg-1.29.2"
+    assert spec(world.show(BRANCH, old)) | {} == {
         "clusterExtensionRef": {"name": "cloudnative-pg"},
         "version": "1.30.0",
         "bundleMetadata": {"name": "cloudnative-pg.v1.30.0", "version": "1.30.0"},
@@ -209,6 +211,44 @@ def test_an_obsolete_proposal_is_withdrawn_and_its_pull_request_closed(world: Wo
     assert world.github.pulls[1]["state"] == "closed"
 
 
+def test_a_proposal_the_bot_withdrew_is_proposed_again_when_it_is_due_again(world: World) -> None:
+    world.sync()
+    path = world.human / EXTENSION
+    ranged = path.read_text()
+    path.write_text(ranged.replace('version: ">=1.29.0, <2.0.0"', 'version: "1.29.2"'))
+    world.push("pin cloudnative-pg")
+    assert entry(world.sync(), "cloudnative-pg")[0] == "withdrawn"
+    path.write_text(ranged)
+    world.push("unpin cloudnative-pg")
+    report = world.sync()
+    assert entry(report, "cloudnative-pg")[0] == "proposed", "only a pull request a human closed is declined"
+    assert [p["number"] for p in world.github.open_pulls()] == [2]
+    assert world.github.pulls[1]["title"] == "Upgrade cloudnative-pg to 1.30.0 - autoclosed"
+
+
+def test_a_dry_run_reports_the_plan_with_its_diff_and_pushes_and_writes_nothing(world: World) -> None:
+    report = world.sync(dry_run=True)
+    [proposed] = [e for e in report.entries if e.subject == "cloudnative-pg"]
+    assert (proposed.action, report.dry_run) == ("proposed", True)
+    assert proposed.diff is not None
+    assert proposed.diff.startswith(f"--- /dev/null\n+++ b/{REVISION}\n@@ -0,0 +1,15 @@\n")
+    assert '+  version: "1.30.0"\n' in proposed.diff
+    assert list(world.branches()) == ["main"]
+    assert all(r.startswith("GET ") for r in world.github.requests)
+    assert entry(world.sync(), "cloudnative-pg")[0] == "proposed", "the dry run left nothing behind"
+
+
+def test_a_dry_run_says_which_branch_it_would_withdraw_and_keeps_it(world: World) -> None:
+    world.sync()
+    path = world.human / EXTENSION
+    path.write_text(path.read_text().replace('version: ">=1.29.0, <2.0.0"', 'version: "1.29.2"'))
+    world.push("pin cloudnative-pg")
+    action, reason = entry(world.sync(dry_run=True), "cloudnative-pg")
+    assert (action, reason.endswith(f"branch {BRANCH} would be deleted (dry run)")) == ("withdrawn", True)
+    assert BRANCH in world.branches()
+    assert world.github.pulls[1]["state"] == "open"
+
+
 def test_a_rejected_push_is_retried_from_a_fresh_base(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     original = Repo.push
     calls: list[int] = []
@@ -245,7 +285,7 @@ def test_a_push_rejected_every_time_fails_after_three_attempts(world: World, mon
     report = world.sync()
     action, reason = entry(report, "cloudnative-pg")
     assert (action, reason.split(",")[0]) == ("failed", "push rejected 3 times")
-    assert report.failed
+    assert report.problems == 1
     assert len(calls) == 3
 
 
@@ -276,7 +316,7 @@ def test_an_unresolvable_template_changes_nothing_and_says_why(world: World) -> 
     world.push("a GVK template")
     report = world.sync()
     assert entry(report, "clustercatalog/certified-operators") == (
-        "skipped",
+        "unresolved",
         "Cannot construct catalog image reference, variable(s) "
         '"{group:config.openshift.io,version:v1,kind:ClusterVersion,name:version,namespace:,jsonpath:'
         "{.status.desired.version}}\" couldn't be resolved",
@@ -284,7 +324,9 @@ def test_an_unresolvable_template_changes_nothing_and_says_why(world: World) -> 
     assert "upgrade-gate/clustercatalog/certified-operators" not in world.branches()
 
 
-def test_invalid_manifests_are_skipped_with_file_and_reason_while_others_are_processed(world: World) -> None:
+def test_invalid_manifests_are_reported_by_file_and_line_with_the_reason_while_others_are_processed(
+    world: World,
+) -> None:
     world.write("clusters/prod/extensions/broken.yaml", "kind: ClusterExtension\nmetadata: {name: [\n")
     world.write(
         "clusters/prod/extensions/no-package.yaml",
@@ -293,16 +335,44 @@ def test_invalid_manifests_are_skipped_with_file_and_reason_while_others_are_pro
     )
     world.push("bad files")
     report = world.sync()
-    skipped = {(e.file, e.reason) for e in report.entries if e.action == "skipped"}
-    assert {e.subject for e in report.entries if e.action == "skipped"} == {
-        "clusters/prod/extensions/broken.yaml:3: invalid YAML: did not find expected node content",
-        "clusters/prod/extensions/no-package.yaml:1: spec.source.catalog.packageName is required",
-    }
-    assert skipped == {
-        ("clusters/prod/extensions/broken.yaml", "invalid YAML: did not find expected node content"),
-        ("clusters/prod/extensions/no-package.yaml", "spec.source.catalog.packageName is required"),
+    assert {(e.subject, e.file, e.reason) for e in report.entries if e.action == "invalid"} == {
+        (
+            "clusters/prod/extensions/broken.yaml:3",
+            "clusters/prod/extensions/broken.yaml",
+            "invalid YAML: did not find expected node content",
+        ),
+        (
+            "clusters/prod/extensions/no-package.yaml:1",
+            "clusters/prod/extensions/no-package.yaml",
+            "spec.source.catalog.packageName is required",
+        ),
     }
     assert entry(report, "cloudnative-pg")[0] == "proposed"
+    assert report.problems == 2
+
+
+def test_an_extension_whose_package_no_catalog_offers_is_unresolved(world: World) -> None:
+    path = world.human / "clusters/prod/extensions/crunchy-postgres-operator.yaml"
+    path.write_text(path.read_text().replace("packageName: crunchy-postgres-operator", "packageName: nope"))
+    world.push("a package no catalog has")
+    report = world.sync()
+    assert entry(report, "crunchy-postgres-operator") == (
+        "unresolved",
+        "package nope is in none of the selected catalogs (certified-operators): error upgrading from currently "
+        'installed version "5.8.7": no bundles found for package "nope" matching version "5.8.7" in channels [v5]',
+    )
+    assert report.problems == 1
+
+
+def test_a_pull_request_opened_for_a_branch_that_already_proposes_the_change_is_reported(world: World) -> None:
+    world.sync()
+    world.github.pulls.clear()  # the forge lost it, or opening it failed after the push
+    report = world.sync()
+    assert entry(report, "cloudnative-pg") == (
+        "opened",
+        f"pull request opened: branch {BRANCH} already proposes this",
+    )
+    assert [p["head"]["ref"] for p in world.github.open_pulls()] == [BRANCH]
 
 
 def test_an_unreachable_forge_fails_before_anything_is_pushed_and_the_next_run_recovers(world: World) -> None:

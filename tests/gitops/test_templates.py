@@ -1,4 +1,4 @@
-"""Seed 002's catalog image templates: well-known variables, GVK with JSONPath, and the unresolved message."""
+"""Catalog image templates: well-known variables, GVK with JSONPath, and the unresolved message."""
 
 from __future__ import annotations
 

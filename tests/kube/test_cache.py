@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 
 from tests.kube.fakeapi import JsonHandler, serving
-from webhook.errors import ClusterError
-from webhook.kube.cache import ApiSource, Expired, NotServed, Resource, WatchCache, policy_resources
-from webhook.labels import LabelSelector
-from webhook.policy.store import KubeObject
+from webhook.errors import ClusterError, Expired, NotServed
+from webhook.kube.cache import ApiSource, Resource, WatchCache, policy_resources
+from webhook.objects import KubeObject, LabelSelector
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
+from webhook.objects import InMemoryObjectStore
 from webhook.policy.decision import Decision
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_text
-from webhook.policy.store import InMemoryObjectStore
 from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
 
 DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "engine.yaml").read_text("utf-8"))

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.labels import LabelSelector
-from webhook.policy.matching import Attributes, MatchError, matches
+from webhook.errors import MatchError
+from webhook.objects import LabelSelector
+from webhook.policy.matching import Attributes, matches
 from webhook.policy.model import MatchResources, Rule
 
 DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "matching.yaml").read_text("utf-8"))

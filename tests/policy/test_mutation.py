@@ -3,6 +3,7 @@ CEL backends."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,9 @@ import pytest
 import yaml
 
 from tests.policy.test_engine import engine_for
+from webhook.errors import MutationError
 from webhook.policy.initializers import rewrite_initializers
-from webhook.policy.mutation import merge
+from webhook.policy.mutation import merge, typed
 from webhook.settings import CEL_ENGINES
 
 DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "mutation.yaml").read_text("utf-8"))
@@ -44,8 +46,8 @@ def test_mutating_decision(case: dict[str, Any], cel_engine: str) -> None:
     [
         pytest.param(
             "Object{spec: Object.spec{replicas: 1}}",
-            '{"spec": dyn( {"replicas": dyn( 1)})}',
-            id="nested Object initializers become map literals",
+            '{"@type": dyn("Object"), "spec": dyn( {"@type": dyn("Object.spec"), "replicas": dyn( 1)})}',
+            id="nested Object initializers become map literals carrying their type names",
         ),
         pytest.param(
             '[JSONPatch{op: "add", path: "/a", value: {"k": x ? [1, 2] : y}}]',
@@ -74,3 +76,16 @@ def test_merge_without_merge_key_replaces_lists_and_merges_maps() -> None:
     assert merge(current, applied) == {
         "spec": {"args": ["b"], "conditions": [{"type": "Ready", "status": "True", "reason": "x"}]}
     }
+
+
+def test_an_initializer_of_another_field_path_is_a_type_mismatch() -> None:
+    applied = {"@type": "Object", "spec": {"@type": "Object.spec.containers.item", "x": 1}}
+    with pytest.raises(
+        MutationError, match=re.escape('unexpected type name "Object.spec.containers.item", expected "Object.spec"')
+    ):
+        typed(applied, "Object")
+
+
+def test_type_names_are_dropped_once_checked() -> None:
+    applied = {"@type": "Object", "spec": {"@type": "Object.spec", "items": [{"@type": "Object.spec.items", "a": 1}]}}
+    assert typed(applied, "Object") == {"spec": {"items": [{"a": 1}]}}

@@ -106,3 +106,28 @@ def test_resolve_on_the_real_catalog(case: dict[str, Any], real_catalog: Catalog
     assert resolution.catalog == "certified-operators-v4.22"
     if "edge" in want:
         _assert_edge(resolution.edge, want["edge"])
+
+
+@pytest.mark.parametrize(
+    ("source", "installed", "between"),
+    [
+        pytest.param(
+            CatalogSource("gpu-operator-certified", version="<26.0.0"),
+            "25.3.0",
+            ("25.3.1", "25.3.2", "25.3.3", "25.3.4", "25.10.0"),
+            id="a skipRange upgrade skips every version between the installed and the resolved one",
+        ),
+        pytest.param(
+            CatalogSource("gpu-operator-certified", channels=("v25.10",)),
+            "25.10.0",
+            (),
+            id="a replaces upgrade to the next version skips nothing",
+        ),
+    ],
+)
+def test_the_versions_an_upgrade_skips_are_listed(
+    source: CatalogSource, installed: str, between: tuple[str, ...], real_catalog: Catalog
+) -> None:
+    bundle = InstalledBundle(f"gpu-operator-certified.v{installed}", installed)
+    resolution = resolve(source, [real_catalog], bundle)
+    assert (resolution.bundle.name, resolution.between) == ("gpu-operator-certified.v25.10.1", between)

@@ -30,11 +30,11 @@ from webhook.admission.review import Decision
 from webhook.admission.shared import SharedRecord
 from webhook.admission.stores import LayeredObjectStore, read_objects
 from webhook.errors import InputError
+from webhook.objects import InMemoryObjectStore, KubeObject, ObjectStore
 from webhook.policy.documents import Source, policy_files, read_sources
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_sources
 from webhook.policy.model import PolicySet
-from webhook.policy.store import InMemoryObjectStore, KubeObject, ObjectStore
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from webhook.errors import ManifestError
-from webhook.labels import LabelSelector
 from webhook.manifests import iter_yaml_documents, read_text
+from webhook.objects import KubeObject, LabelSelector, ObjectStore
 from webhook.policy.documents import policy_files
-from webhook.policy.store import KubeObject, ObjectStore
 
 
 def read_objects(path: Path) -> list[KubeObject]:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
 
 from webhook.admission.tls import generate_certificates
 from webhook.cli.common import handle_errors
+from webhook.errors import InputError
+
+_DNS_NAME = re.compile(
+    r"(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*", re.IGNORECASE
+)
+"""A DNS subject alternative name: RFC 1123 host name labels (letters, digits, inner '-'; at most 63 each),
+optionally a ``*.`` wildcard as its first label."""
 
 
 @click.group()
@@ -37,6 +45,15 @@ def generate(dns_names: tuple[str, ...], ip_addresses: tuple[str, ...], out: Pat
     Example (the Service of the Helm chart in namespace upgrade-gate):
       upgrade-gate certs generate --dns upgrade-gate-webhook.upgrade-gate.svc --out certs/
     """
-    files = generate_certificates(out, dns_names, ip_addresses, days=days)
+    for name in dns_names:
+        if len(name) > 253 or not _DNS_NAME.fullmatch(name):
+            raise InputError(
+                f"--dns {name!r}: not a DNS name (letters, digits, '-' and '.', e.g. "
+                "upgrade-gate-webhook.upgrade-gate.svc)"
+            )
+    try:
+        files = generate_certificates(out, dns_names, ip_addresses, days=days)
+    except OSError as error:
+        raise InputError(f"--out {out}: cannot write there: {error.strerror or error}") from None
     for path in (files.ca_cert, files.ca_key, files.cert, files.key):
         click.echo(str(path))

@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, cel_engine_option, echo_json, handle_errors
+from webhook.cli.common import EXIT_NEGATIVE, cel_engine_option, echo_json, fail, handle_errors
+from webhook.errors import InputError
 from webhook.policy.lint import FileReport, lint
 from webhook.policy.suites import SuiteResult, load_suites, run_suites
 
@@ -40,6 +41,8 @@ def test(paths: tuple[Path, ...], output: str, junit: Path | None, cel_engine: s
       upgrade-gate policy test policies/tests --cel-engine cel-expr
     """
     suites = load_suites(paths)
+    if not suites:
+        raise InputError(f"no PolicyTest suite (kind: PolicyTest) found in {', '.join(map(str, paths))}")
     results: list[SuiteResult] = []
     for index, result in enumerate(run_suites(suites, engine=cel_engine), start=1):
         results.append(result)
@@ -53,8 +56,9 @@ def test(paths: tuple[Path, ...], output: str, junit: Path | None, cel_engine: s
         echo_json([_suite_document(r) for r in results])
     else:
         click.echo(_suite_table(results))
-    if not results or not all(r.passed for r in results):
-        raise SystemExit(EXIT_NEGATIVE)
+    if not all(r.passed for r in results):
+        failed = sum(1 for r in results for c in r.cases if not c.passed) + sum(1 for r in results if r.error)
+        fail(f"{failed} of {sum(len(r.cases) for r in results)} cases failed", EXIT_NEGATIVE)
 
 
 @policy.command("lint")
@@ -66,9 +70,12 @@ def lint_command(paths: tuple[Path, ...], output: str) -> None:
 
     A policy that calls an upgrade-gate extension function (clock.now, cluster.get/list, olm.*) runs only in
     the upgrade-gate webhook; the others run unchanged as in-tree admission policies. Every broken file is
-    reported with its file, line, column and field; the others are still listed. Exit 1 if any file is broken.
+    reported with its file, line, column and field; the others are still listed. A binding whose policyName
+    names no policy in the files linted is reported too. Exit 1 if any file is broken, 2 if none is found.
     """
     reports = lint(paths)
+    if not reports:
+        raise InputError(f"no policy file (*.yaml, *.yml, *.json) found in {', '.join(map(str, paths))}")
     if output == "json":
         echo_json([_file_document(r) for r in reports])
     else:
@@ -145,7 +152,10 @@ def _lint_table(reports: list[FileReport]) -> str:
             rows.append((str(report.file), "-", "-", "BROKEN", f"{len(report.errors)} error(s), see below"))
         for item in report.policies:
             portable = "yes" if item.portable else "no"
-            rows.append((str(report.file), item.kind, item.name, portable, ", ".join(item.extensions)))
+            notes = ", ".join(item.extensions)
+            if item.fallbacks:
+                notes += f"{'; ' if notes else ''}{len(item.fallbacks)} expression(s) evaluated by cel-python"
+            rows.append((str(report.file), item.kind, item.name, portable, notes))
     return _table(("FILE", "KIND", "NAME", "PORTABLE", "EXTENSIONS"), rows)
 
 
@@ -154,7 +164,13 @@ def _file_document(report: FileReport) -> dict[str, Any]:
         "file": str(report.file),
         "errors": list(report.errors),
         "policies": [
-            {"kind": p.kind, "name": p.name, "portable": p.portable, "extensions": list(p.extensions)}
+            {
+                "kind": p.kind,
+                "name": p.name,
+                "portable": p.portable,
+                "extensions": list(p.extensions),
+                "fallbacks": list(p.fallbacks),
+            }
             for p in report.policies
         ],
     }

@@ -12,12 +12,13 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, echo_json, handle_errors
+from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
+from webhook.conditions import format_time
 from webhook.errors import ClusterError, InputError, UpgradeGateError
 from webhook.gitops.config import parse_duration as config_duration
 from webhook.gitops.repo import Credentials
 from webhook.gitops.sources import ClusterView
-from webhook.gitops.sync import ACTIONS, Report, SyncOptions, run_cycle
+from webhook.gitops.sync import ACTIONS, PROBLEMS, Report, SyncOptions, run_cycle
 from webhook.kube.cluster import Cluster, LeaseElector, connect
 from webhook.settings import SyncSettings
 
@@ -47,23 +48,35 @@ def parse_duration(text: str) -> float:
 )
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Report progress on stderr.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Show the plan and the diff of every change; push nothing and write nothing to the forge.",
+)
 @handle_errors
-def sync(*, repo: str, once: bool, interval: str | None, workdir: Path | None, output: str, progress: bool) -> None:
-    """Propose operator and add-on upgrades on a GitOps repository (seeds 000 and 004).
+def sync(
+    *, repo: str, once: bool, interval: str | None, workdir: Path | None, output: str, progress: bool, dry_run: bool
+) -> None:
+    """Propose operator upgrades (ClusterExtensionRevisions) and add-on installVersion upgrades on a GitOps repository.
 
     Each cycle reads upgrade-gate.yaml at the repository root, resolves every ClusterExtension against the
     catalogs exactly as OLM v1 does, and on branch <branchPrefix><extension> creates, updates (approved reset
     to false) or removes its one ClusterExtensionRevision, then opens or updates the pull request. With
     `addons`, pinned add-on installVersions move to the newest supported version on <branchPrefix>addon/<name>,
     canary placement first; the others are held until the canaries have run it for the soak. Branches a
-    human committed to, and changes whose pull request was closed unmerged, are left alone.
+    human committed to, and changes whose pull request a person closed unmerged, are left alone.
+
+    With --dry-run, the cycle reads the remote and the forge, then prints what it would do and the diff of
+    each change, and pushes and writes nothing. With --interval, each cycle prints its time and only the
+    entries that changed since the cycle before.
 
     \b
     Environment: UPGRADE_GATE_GIT_USERNAME/_PASSWORD (HTTPS), GIT_SSH_COMMAND (SSH), UPGRADE_GATE_FORGE_TOKEN,
     UPGRADE_GATE_CLUSTER (auto|on|off), KUBECONFIG, UPGRADE_GATE_LEADER_ELECTION, UPGRADE_GATE_LEASE_NAME,
     POD_NAMESPACE, POD_NAME, UPGRADE_GATE_SYNC_WORKDIR.
     \b
-    Exit codes: 0 done, 1 a change could not be pushed or the remote/forge/cluster failed, 2 bad input.
+    Exit codes: 0 done; 1 something needs attention (an invalid manifest, an upgrade that does not resolve, a
+    change that could not be pushed) or the remote, forge, catalog or cluster failed; 2 bad input.
     """
     if once and interval:
         raise InputError("--once and --interval exclude each other")
@@ -78,12 +91,14 @@ def sync(*, repo: str, once: bool, interval: str | None, workdir: Path | None, o
         forge_token=settings.forge_token,
         cluster=cluster,
         progress=_Progress() if progress else None,
+        dry_run=dry_run,
     )
     if period is None:
         report = run_cycle(options)
         _render(report, output)
-        if report.failed:
-            raise SystemExit(EXIT_NEGATIVE)
+        if report.problems:
+            counts = ", ".join(f"{report.count(a)} {a}" for a in PROBLEMS if report.count(a))
+            fail(f"{report.problems} need attention ({counts})", EXIT_NEGATIVE)
         return
     elector = None
     if settings.leader_election:
@@ -101,6 +116,7 @@ def _loop(options: SyncOptions, period: float, output: str, elector: LeaseElecto
     stop = threading.Event()
     if elector is not None:
         threading.Thread(target=elector.keep, args=(stop,), daemon=True, name="lease").start()
+    previous: Report | None = None
     try:
         next_run = time.monotonic()
         while True:
@@ -109,10 +125,14 @@ def _loop(options: SyncOptions, period: float, output: str, elector: LeaseElecto
                 continue
             if time.monotonic() >= next_run:
                 next_run = time.monotonic() + period
+                stamp = format_time(options.clock())
                 try:
-                    _render(run_cycle(options), output)
+                    report = run_cycle(options)
                 except UpgradeGateError as error:
-                    click.echo(f"upgrade-gate: {error}", err=True)
+                    click.echo(f"upgrade-gate: {stamp}: {error}", err=True)
+                else:
+                    _render(report, output, stamp=stamp, previous=previous)
+                    previous = report
             stop.wait(min(1.0, max(0.0, next_run - time.monotonic())))
     except KeyboardInterrupt:
         stop.set()
@@ -147,10 +167,16 @@ class _Progress:
             click.echo(f"upgrade-gate: resolving {done}/{total} ({subject})", err=True)
 
 
-def _render(report: Report, output: str) -> None:
+def _render(report: Report, output: str, *, stamp: str | None = None, previous: Report | None = None) -> None:
+    """The report as JSON or as a table; with ``stamp`` (a cycle of ``--interval``) the time first, and only
+    the entries that differ from the ``previous`` cycle's. A dry run's diffs follow the table."""
     if output == "json":
-        echo_json(report.to_json())
+        echo_json({**report.to_json(), **({"time": stamp} if stamp else {})})
         return
+    seen = set(previous.entries) if previous is not None else set()
+    changed = [e for e in report.entries if e.action != "unchanged" and e not in seen]
+    if stamp is not None:
+        click.echo(f"{stamp} cycle")
     rows = [
         (
             e.subject,
@@ -161,12 +187,15 @@ def _render(report: Report, output: str) -> None:
             e.pull_request or "-",
             e.reason,
         )
-        for e in report.entries
-        if e.action != "unchanged"
+        for e in changed
     ]
     if rows:
         widths = [max(len(r[i]) for r in [_COLUMNS, *rows]) for i in range(len(_COLUMNS) - 1)]
         for row in [_COLUMNS, *rows]:
             click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+    for entry in changed:
+        if entry.diff:
+            click.echo(f"\n{entry.subject} on {entry.branch}:\n{entry.diff}", nl=False)
     counts = ", ".join(f"{report.count(a)} {a}" for a in ACTIONS)
-    click.echo(f"{counts} (base {report.base} at {report.commit[:12]})")
+    dry_run = "; dry run: nothing pushed, nothing written to the forge" if report.dry_run else ""
+    click.echo(f"{counts} (base {report.base} at {report.commit[:12]}{dry_run})")

@@ -1,7 +1,7 @@
 """The GitOps sync loop: the only code that runs ``git`` or calls a forge.
 
 ``config`` (upgrade-gate.yaml) · ``manifests`` (repository files) · ``proposals`` (the pure plan) ·
-``templates`` (catalog image templates) · ``addonplans`` (the pure add-on plan, seed 004) · ``addonviews``
+``templates`` (catalog image templates) · ``addonplans`` (the pure add-on installVersion plan) · ``addonviews``
 (add-on facts from the cluster or the manifests) · ``yamledit`` (in-place scalar edits) · ``body`` (pull request
 text) · ``policycheck`` (the policies' verdict on a proposal) · ``repo`` (git) · ``forge`` (GitHub/GitLab REST) ·
 ``fakeforge`` (a loopback fake GitHub) · ``sources`` (catalogs, cluster) · ``sync`` (one cycle, its lock and its

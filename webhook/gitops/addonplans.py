@@ -1,4 +1,4 @@
-"""The pure core of add-on proposals: seed 004's installVersion upgrades, canary placements first. No I/O.
+"""The pure core of add-on proposals: installVersion upgrades, canary placements first. No I/O.
 
 For one add-on (its ClusterManagementAddOn and ManagedClusterAddOns in Git, ``AddOnManifests``) and what the
 cluster, or offline the manifests' status, says about it (``AddOnState``), ``plan_addon`` decides:
@@ -8,9 +8,9 @@ cluster, or offline the manifests' status, says about it (``AddOnState``), ``pla
   ``parse_addon_version`` precedence. An add-on that publishes no supportedVersions (upstream OCM) gets nothing.
 * **what moves** — only an installVersion a human pinned: a placement's ``addonTemplate.installVersion`` and a
   ManagedClusterAddOn's ``spec.installVersion``, and only forward (``classify`` says Upgrading). An unset
-  installVersion follows ``defaultVersion`` (seed 004 "Auto upgrade": the addon manager moves it) and is never
+  installVersion follows ``defaultVersion`` ("Auto upgrade": the addon manager moves it) and is never
   added; a pin at the target, above it, or that is not a version is left to its owner (a rollback needs an
-  acknowledgement, seed 004 "Rollback"); configs and every other field are never touched.
+  acknowledgement, the add-on installVersion lifecycle, "Rollback"); configs and every other field are never touched.
 * **canary first** — when the add-on lists one of the configured canary placements (``NAMESPACE/NAME``) in
   ``spec.installStrategy.placements``, that placement and the ManagedClusterAddOns on the clusters its
   PlacementDecisions decide are canaries and move at once; every other pin moves only when
@@ -41,12 +41,14 @@ from webhook.addons import (
     parse_addon_version,
 )
 from webhook.addons import Change as VersionChange
-from webhook.conditions import format_time
+from webhook.conditions import format_duration, format_time
 from webhook.errors import InputError, ManifestError
 from webhook.gitops.manifests import MANAGED_ADDON_KIND, MANAGEMENT_ADDON_KIND, AddOnManifests, Document
 from webhook.gitops.proposals import (
     ADDON_VERSION,
     HELD,
+    INVALID,
+    UNRESOLVED,
     AddOnFacts,
     AddOnMove,
     AddOnUpdate,
@@ -148,12 +150,12 @@ def listed_canaries(
 def plan_addon(
     addon: AddOnManifests, texts: Mapping[str, str], state: AddOnState, context: AddOnContext
 ) -> Change | Outcome:
-    """Seed 004's next installVersion step for one add-on (see the module docstring).
+    """The next installVersion step of the add-on installVersion lifecycle for one add-on (see the module docstring).
 
     ``texts`` holds the text of every file in ``addon.files``. Returns a ``Change``, or an ``Outcome``:
     ``unchanged`` (nothing pinned, no supportedVersions, every pin at the target), ``held`` (only pins that wait
-    for the canaries; ``ready_at`` when the soak ends), ``skipped`` (a manifest or status that cannot be used,
-    with ``file:line``).
+    for the canaries; ``ready_at`` when the soak ends), ``invalid`` (a manifest or status that cannot be used,
+    with ``file:line``), ``unresolved`` (its ClusterManagementAddOn is missing).
     """
     subject = addon_subject(addon.name)
     try:
@@ -162,18 +164,18 @@ def plan_addon(
         doc = invalid.doc
         line = line_of(texts[doc.file], doc.file, doc.line, invalid.path)
         reason = f"{doc.file}:{line}: {render_path(invalid.path)} {invalid.problem}"
-        return Outcome(subject, "skipped", reason, doc.file)
+        return Outcome(subject, INVALID, reason, doc.file)
     if not pins:
         return Outcome(subject, "unchanged", "no installVersion is pinned: the add-on follows its defaultVersion")
     if state.management is None:
         where = "in the cluster" if state.source == "cluster" else "in the repository"
         reason = f"ClusterManagementAddOn {addon.name} is not {where}: its supported versions are unknown"
-        return Outcome(subject, "skipped", reason, addon.files[0])
+        return Outcome(subject, UNRESOLVED, reason, addon.files[0])
     try:
         versions = AddOnVersions.from_status(state.management.get("status"))
     except InputError as error:
         reason = f"ClusterManagementAddOn {addon.name} status in {state.status_from}: {error}"
-        return Outcome(subject, "skipped", reason, addon.files[0])
+        return Outcome(subject, INVALID, reason, addon.files[0])
     valid = [v for v in versions.supported if versions.validate(v) is None]
     if not valid:
         listed = ", ".join(versions.supported) or "none"
@@ -207,7 +209,7 @@ def _stage(
         try:
             observed = [Observation.of_install_version(item) for item in state.canaries]
         except InputError as error:
-            return Outcome(subject, "skipped", f"a canary ManagedClusterAddOn in {state.status_from}: {error}")
+            return Outcome(subject, INVALID, f"a canary ManagedClusterAddOn in {state.status_from}: {error}")
         verdict = canary_gate(target, observed, soak=context.soak, now=context.now)
     canary = {id(pin) for pin in behind if pin.placement in canaries or pin.cluster in clusters}
     free = verdict is None or verdict.allowed  # no canary stage, or the canaries have soaked
@@ -226,7 +228,7 @@ def _stage(
         try:
             files[file] = set_scalars(texts[file], file, edits)
         except ManifestError as error:
-            return Outcome(subject, "skipped", str(error), file)
+            return Outcome(subject, INVALID, str(error), file)
     moves = tuple(AddOnMove(p.where, p.doc.file, p.version, id(p) in canary) for p in moving)
     sentence = "; ".join(
         [
@@ -272,7 +274,8 @@ def _moves_forward(pinned: str, target: str) -> bool:
 
 
 def _gate(canaries: Sequence[str], target: str, soak: datetime.timedelta, verdict: CanaryVerdict) -> str:
-    first = f"placement {', '.join(canaries)} first, the others once every canary has run {target} for {soak}"
+    soaked = f"the others once every canary has run {target} for {format_duration(soak)}"
+    first = f"placement {', '.join(canaries)} first, {soaked}"
     return f"{first}; now: {verdict.message}"
 
 

@@ -1,10 +1,17 @@
-"""Pull request bodies (Markdown): what a change proposes, how the upgrade is reached, whether the policies
-would admit approving it (for an add-on: applying it). Pure and deterministic: the same change and verdict give
-the same text, so an unchanged proposal never edits its pull request."""
+"""Pull request bodies (Markdown): what a change proposes, how the upgrade is reached (and which versions it
+skips), the bundle's image, deprecation notices and its own description and links, whether the policies would
+admit approving it (for an add-on: applying it), and a footer saying how to skip the version, stop the
+proposals and re-run. Pure and deterministic: the same change and verdict give the same text, so an unchanged
+proposal never edits its pull request."""
 
 from __future__ import annotations
 
-from webhook.gitops.proposals import ADDON_VERSION, CATALOG_IMAGE, REMOVE, AddOnFacts, Change
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.gitops.proposals import ADDON_VERSION, CATALOG_IMAGE, REMOVE, AddOnFacts, Change, UpgradeFacts
+
+_DESCRIPTION_LIMIT = 600
 
 MARKER = "<!-- upgrade-gate -->"
 
@@ -20,14 +27,19 @@ def render_body(change: Change, verdict: str | None) -> str:
             ("Package", facts.package),
             ("From", f"{facts.installed_bundle} ({facts.installed_version})"),
             ("To", f"{facts.bundle} ({facts.version})"),
+            ("Skips", ", ".join(facts.skipped) or "no version"),
             ("Upgrade edge", f"{edge.kind}: {edge.describe()}"),
             ("Channel", edge.channel or "-"),
             ("Catalog", facts.catalog),
+            ("Bundle image", f"`{facts.image}`" if facts.image else "-"),
             ("Available since", facts.available_since),
         ]
         if verdict is not None:
             rows.append(("Policies", verdict))
         lines += ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows), ""]
+        lines += [f"> **Deprecated:** {notice}" for notice in facts.deprecations]
+        lines += [""] if facts.deprecations else []
+        lines += _about(facts)
         if change.revision is not None:
             lines.append(
                 f"To approve, set `spec.approved: true` in the ClusterExtensionRevision `{change.revision.name}` "
@@ -38,7 +50,7 @@ def render_body(change: Change, verdict: str | None) -> str:
     if change.addon is not None:
         lines += _addon_rows(change.addon, verdict)
     lines += ["Files:", *(f"- `{f.path}` ({'deleted' if f.content is None else 'written'})" for f in change.files)]
-    lines += ["", MARKER]
+    lines += ["", "---", *_footer(change), "", MARKER]
     return "\n".join(lines) + "\n"
 
 
@@ -64,10 +76,73 @@ def _addon_rows(facts: AddOnFacts, verdict: str | None) -> list[str]:
         rows.append(("Policies", verdict))
     table = ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows), ""]
     note = (
-        "Merging applies the new installVersions; the addon manager then installs them (seed 004). A commit by "
+        "Merging applies the new installVersions; the addon manager then installs them. A commit by "
         "anyone but upgrade-gate freezes the branch: it is not rebased or updated any more."
     )
     return [*table, note, ""]
+
+
+def _about(facts: UpgradeFacts) -> list[str]:
+    """The bundle's own words from its ClusterServiceVersion metadata: description, provider, maintainers, links."""
+    metadata = facts.metadata
+    if not metadata:
+        return []
+    title = metadata.get("displayName") or facts.package
+    lines = [f"### About {title} {facts.version}", ""]
+    description = str(metadata.get("description") or "").strip()
+    if description:
+        cut = (
+            description if len(description) <= _DESCRIPTION_LIMIT else description[:_DESCRIPTION_LIMIT].rstrip() + " …"
+        )
+        lines += [f"> {line}" if line else ">" for line in cut.splitlines()] + [""]
+    provider = metadata.get("provider")
+    if isinstance(provider, Mapping) and provider.get("name"):
+        lines.append(f"- Provider: {_link(provider.get('name'), provider.get('url'))}")
+    people = [
+        _link(m.get("name"), f"mailto:{m['email']}" if m.get("email") else None)
+        for m in _items(metadata, "maintainers")
+    ]
+    if people:
+        lines.append(f"- Maintainers: {', '.join(people)}")
+    links = [_link(link.get("name"), link.get("url")) for link in _items(metadata, "links") if link.get("url")]
+    if links:
+        lines.append(f"- Links: {', '.join(links)}")
+    return [*lines, ""]
+
+
+def _items(metadata: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    value = metadata.get(key)
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def _link(name: object, url: object) -> str:
+    text = _cell(str(name or url or "-"))
+    return f"[{text}]({url})" if isinstance(url, str) and url else text
+
+
+def _footer(change: Change) -> list[str]:
+    """How to skip this version, stop proposals for the subject, and re-run: what Renovate's footer says."""
+    skip = (
+        "**Skip this version:** close this pull request without merging; upgrade-gate does not propose it again "
+        "(a newer version comes as a new pull request)."
+    )
+    if change.kind == ADDON_VERSION:
+        stop = (
+            "**Stop these proposals:** leave the add-on's manifests out of `addons.manifests` in `upgrade-gate.yaml`."
+        )
+    elif change.kind == CATALOG_IMAGE:
+        stop = "**Stop these proposals:** remove the `olm.catalogImageTemplate` annotation from the ClusterCatalog."
+    else:
+        stop = (
+            f"**Stop these proposals:** pin `spec.source.catalog.version` of ClusterExtension {change.subject} to the "
+            "installed version, or leave its manifest out of `extensions` in `upgrade-gate.yaml`."
+        )
+    rerun = (
+        "**Re-run:** the sync loop updates this pull request every cycle; `upgrade-gate sync --repo <this repository> "
+        "--once --dry-run` shows what the next cycle would do."
+    )
+    lines = [skip, stop] if change.kind != REMOVE else []
+    return [*(f"- {line}" for line in [*lines, rerun])]
 
 
 def _summary(change: Change) -> str:

@@ -29,7 +29,7 @@ Schema (every path is relative to the repository root unless absolute; unknown k
     git:
       authorName: upgrade-gate               # the bot's identity; a branch with a commit by anyone else
       authorEmail: upgrade-gate@noreply.invalid   # is left alone
-    addons:                                  # optional: add-on installVersion upgrades (seed 004)
+    addons:                                  # optional: add-on installVersion upgrades
       manifests: clusters/hub/addons         # str or list: directories or globs of ClusterManagementAddOn and
                                              # ManagedClusterAddOn manifests (PlacementDecisions there are
                                              # read too, offline)

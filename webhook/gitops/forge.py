@@ -6,17 +6,19 @@ The subset used, per forge (``repository`` is ``owner/name`` or ``group/project`
       GET   /repos/{owner}/{repo}/pulls?state=open&base=B&per_page=100&page=N     list open pull requests
       GET   /repos/{owner}/{repo}/pulls?state=closed&head=OWNER:H&base=B          closed ones of a branch
       POST  /repos/{owner}/{repo}/pulls                {title, head, base, body}  create
-      PATCH /repos/{owner}/{repo}/pulls/{number}       {title, body} | {state}    update, close
+      PATCH /repos/{owner}/{repo}/pulls/{number}       {title, body} | {state, title}  update, close
       POST  /repos/{owner}/{repo}/issues/{number}/labels              {labels}    add labels
       POST  /repos/{owner}/{repo}/pulls/{number}/requested_reviewers  {reviewers} request reviews
     GitLab (https://docs.gitlab.com/api/merge_requests/, PRIVATE-TOKEN header)
       GET   /projects/{id}/merge_requests?state=opened|closed&target_branch=B[&source_branch=H]
       POST  /projects/{id}/merge_requests   {source_branch, target_branch, title, description, labels,
                                              reviewer_ids}  (user ids from GET /users?username=U)
-      PUT   /projects/{id}/merge_requests/{iid}   {title, description} | {state_event: close}
+      PUT   /projects/{id}/merge_requests/{iid}   {title, description} | {state_event: close, title}
 
 A pull request is found by its head branch (one per branch, as Renovate does); "closed" means closed without
-being merged. Every failure (unreachable, HTTP error, unexpected JSON) raises ``GitError``
+being merged. When the sync loop withdraws its own pull request it closes it with ``AUTOCLOSED`` appended to
+the title, as Renovate does: only a pull request closed under the proposal's own title (closed by a person)
+declines that proposal. Every failure (unreachable, HTTP error, unexpected JSON) raises ``GitError``
 ``<forge>: <METHOD> <path>: <problem>``; the token never appears in messages.
 ``webhook.gitops.fakeforge`` serves the GitHub subset on a loopback port for tests.
 """
@@ -35,6 +37,8 @@ from webhook.errors import GitError
 from webhook.gitops.config import ForgeConfig
 
 PAGE_SIZE = 100
+AUTOCLOSED = " - autoclosed"
+"""Appended to the title of a pull request the sync loop closes itself (Renovate's marker)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +73,7 @@ class Forge(Protocol):
         """Set a pull request's title and body."""
 
     def close_pull_request(self, pull: PullRequest) -> None:
-        """Close a pull request without merging it."""
+        """Close a pull request without merging it, ``AUTOCLOSED`` appended to its title."""
 
 
 def make_forge(config: ForgeConfig, token: str, *, timeout_s: float = 30.0) -> Forge | None:
@@ -178,8 +182,9 @@ class GitHub(_Http):
         )
 
     def close_pull_request(self, pull: PullRequest) -> None:
-        """``PATCH /pulls/{number}`` with ``state: closed``."""
-        self.call("PATCH", f"/repos/{self._repo}/pulls/{pull.number}", body={"state": "closed"})
+        """``PATCH /pulls/{number}`` with ``state: closed`` and the title marked ``AUTOCLOSED``."""
+        body = {"state": "closed", "title": pull.title + AUTOCLOSED}
+        self.call("PATCH", f"/repos/{self._repo}/pulls/{pull.number}", body=body)
 
     def _pull(self, data: Any) -> PullRequest:
         try:
@@ -236,8 +241,9 @@ class GitLab(_Http):
         )
 
     def close_pull_request(self, pull: PullRequest) -> None:
-        """``PUT /merge_requests/{iid}`` with ``state_event: close``."""
-        self.call("PUT", f"{self._project}/{pull.number}", body={"state_event": "close"})
+        """``PUT /merge_requests/{iid}`` with ``state_event: close`` and the title marked ``AUTOCLOSED``."""
+        body = {"state_event": "close", "title": pull.title + AUTOCLOSED}
+        self.call("PUT", f"{self._project}/{pull.number}", body=body)
 
     def _pull(self, data: Any) -> PullRequest:
         try:

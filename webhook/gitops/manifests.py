@@ -2,7 +2,7 @@
 ManagedClusterAddOn, PlacementDecision) read, ClusterExtensionRevisions read and written.
 
 Reading never stops at a bad file: each invalid file or document becomes a ``Problem`` (file, line, reason)
-and the others are read. Revision manifests are written in one deterministic shape (seed 000's fields, this
+and the others are read. Revision manifests are written in one deterministic shape (the lifecycle's fields, this
 key order, every string double-quoted) so that the same proposal always gives the same bytes. Owner
 references to the ClusterExtension are not written: Git has no uid for them (see README, ``sync``).
 """
@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from webhook.errors import ManifestError
-from webhook.manifests import iter_yaml_documents, read_text
+from webhook.manifests import MANIFEST_SUFFIXES, iter_yaml_documents, read_text
 from webhook.resolve.extension import API_VERSION, ClusterExtension
 from webhook.resolve.revision import RevisionProposal
 
 REVISION_KIND = "ClusterExtensionRevision"
 EXTENSION_LABEL = "clusterextension"
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 MANAGEMENT_ADDON_KIND = "ClusterManagementAddOn"
 MANAGED_ADDON_KIND = "ManagedClusterAddOn"
 PLACEMENT_DECISION_KIND = "PlacementDecision"
@@ -161,7 +160,7 @@ def read_extensions(root: Path, patterns: Iterable[str]) -> tuple[list[Extension
 
 def read_addons(root: Path, patterns: Iterable[str]) -> AddOnDocuments:
     """The ClusterManagementAddOns, ManagedClusterAddOns and PlacementDecisions under ``patterns``, grouped by
-    add-on (a ManagedClusterAddOn is named after its ClusterManagementAddOn, seed 004 / OCM). A manifest
+    add-on (a ManagedClusterAddOn is named after its ClusterManagementAddOn, as in OCM). A manifest
     without ``metadata.name`` (and, but for the cluster-scoped ClusterManagementAddOn, ``metadata.namespace``)
     and a second manifest of the same object are problems."""
     kinds = (MANAGEMENT_ADDON_KIND, MANAGED_ADDON_KIND, PLACEMENT_DECISION_KIND)
@@ -279,7 +278,7 @@ def rfc3339(moment: datetime.datetime) -> str:
 
 
 def render_revision(proposal: RevisionProposal, available_since: str) -> str:
-    """The ClusterExtensionRevision manifest proposing ``proposal``, ``approved: false`` (seed 000).
+    """The ClusterExtensionRevision manifest proposing ``proposal``, ``approved: false``.
 
     ``available_since`` is RFC 3339 UTC. The same arguments always give the same text.
     """

@@ -26,9 +26,9 @@ import yaml
 
 from webhook.gitops.config import PolicyCheckConfig
 from webhook.gitops.proposals import AddOnFacts, Change, UpgradeFacts
+from webhook.objects import InMemoryObjectStore
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
-from webhook.policy.store import InMemoryObjectStore
 from webhook.policy.suites import admit
 from webhook.resolve.extension import API_VERSION
 

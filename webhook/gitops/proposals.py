@@ -1,11 +1,16 @@
 """The pure core of the sync loop: from upgrade checks and the repository's files to a plan. No I/O.
 
-Seed 000's revision lifecycle, applied to Git (one ClusterExtensionRevision per ClusterExtension):
+The ClusterExtensionRevision lifecycle, applied to Git (one ClusterExtensionRevision per ClusterExtension):
 
 * **propose** — an upgrade is due and no revision exists: write ``<revisions>/<ext>-<version>.yaml`` with
   ``approved: false`` and ``availableSince`` now;
 * **update** — an upgrade to another version is due while a revision (in the base branch, or proposed on the
-  branch) names an older one: replace it; new version, new ``availableSince``, ``approved`` reset to false;
+  branch) names an older one: the revision is updated in place; new version, new ``availableSince``,
+  ``approved`` reset to false. A revision of the base branch keeps its file and ``metadata.name`` (the version
+  it first proposed), so applying the change is an UPDATE of the existing object: Argo CD and Flux apply
+  before they prune, and a new object beside the old one would be refused by the one-revision-per-extension
+  rule. Any other revision of the extension in the base branch is removed. A revision only proposed on the
+  branch was never applied: it is replaced by ``<ext>-<version>``;
 * **remove** — a revision exists in the base branch but none is due: the upgrade completed (installed version
   reached), the version is pinned, the installed bundle is the newest, nothing is in range, nothing is
   installed, or the ClusterExtension is gone from the repository;
@@ -22,10 +27,11 @@ Catalog image switches (``webhook.gitops.templates``) and add-on installVersion 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webhook.gitops.manifests import ExtensionEntry, RevisionFile, render_revision, revision_path
+from webhook.resolve.resolver import Resolution
 from webhook.resolve.revision import RevisionProposal, UpgradeCheck, is_pinned
 from webhook.resolve.successors import Edge
 
@@ -35,7 +41,12 @@ REMOVE = "remove"
 CATALOG_IMAGE = "catalog-image"
 ADDON_VERSION = "addon-version"
 HELD = "held"
-"""The action of an ``Outcome`` whose upgrade waits for the add-on's canaries (seed 004 "Canary upgrade")."""
+"""The action of an ``Outcome`` whose upgrade waits for the add-on's canaries ("Canary upgrade")."""
+INVALID = "invalid"
+"""The action of an ``Outcome`` whose manifest (or its status) cannot be used: a problem to fix."""
+UNRESOLVED = "unresolved"
+"""The action of an ``Outcome`` whose upgrade cannot be worked out (resolution failed, no catalog offers the
+package, a catalog image template does not render, an add-on's ClusterManagementAddOn is missing): a problem."""
 NOTHING_IN_RANGE = "no bundles found for package"
 
 
@@ -49,7 +60,10 @@ class FileChange:
 
 @dataclass(frozen=True, slots=True)
 class UpgradeFacts:
-    """What a pull request body says about an upgrade: from, to, how, where from, since when."""
+    """What a pull request body says about an upgrade: from, to, how, where from, since when; the versions
+    the upgrade skips, the bundle image, the bundle's ClusterServiceVersion metadata (``olm.csv.metadata``:
+    description, links, maintainers, provider; empty when the catalog carries none) and the deprecation
+    notices of the package, the channel and the bundle."""
 
     package: str
     installed_bundle: str
@@ -59,6 +73,10 @@ class UpgradeFacts:
     catalog: str
     edge: Edge
     available_since: str
+    skipped: tuple[str, ...] = ()
+    image: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    deprecations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +104,7 @@ class AddOnUpdate:
 
 @dataclass(frozen=True, slots=True)
 class AddOnFacts:
-    """What a pull request body says about an add-on upgrade (seed 004).
+    """What a pull request body says about an add-on upgrade (the add-on installVersion lifecycle).
 
     ``version`` is the target, ``supported``/``default`` the ClusterManagementAddOn's status as read from
     ``status_from`` (``the cluster`` or ``the manifests' status``); ``moves`` are the installVersions the change
@@ -138,7 +156,8 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A subject with nothing to propose this cycle: ``action`` unchanged, skipped or held, and why;
+    """A subject with nothing to propose this cycle: ``action`` unchanged, skipped, held, invalid or unresolved,
+    and why;
     ``ready_at`` (RFC 3339) when a held upgrade's canary soak ends, if known."""
 
     subject: str
@@ -174,14 +193,17 @@ def plan_extension(
     branch: Sequence[RevisionFile],
     context: PlanContext,
 ) -> Change | Outcome:
-    """Seed 000's decision for one extension.
+    """The ClusterExtensionRevision lifecycle's decision for one extension.
 
     ``base`` are its revisions in the base branch, ``branch`` those its proposal branch writes (to keep
-    ``availableSince``). A resolution error other than "nothing in range" changes nothing (skipped).
+    ``availableSince``). A resolution error other than "nothing in range", or one because no
+    catalog offers the package, changes nothing (unresolved).
     """
     extension = entry.extension
+    if check.unavailable is not None:
+        return Outcome(extension.name, UNRESOLVED, f"{check.unavailable}: {check.error}", entry.file)
     if check.error is not None and NOTHING_IN_RANGE not in check.error:
-        return Outcome(extension.name, "skipped", f"resolution failed: {check.error}", entry.file)
+        return Outcome(extension.name, UNRESOLVED, f"resolution failed: {check.error}", entry.file)
     proposal = check.revision
     if proposal is None:
         if not base:
@@ -197,7 +219,12 @@ def plan_extension(
     installed = extension.installed
     assert resolution is not None and installed is not None  # a revision is only due for an upgrade
     since = next((r.available_since for r in (*branch, *base) if r.version == proposal.version), context.now)
-    path = revision_path(context.revisions, proposal.name)
+    if base:
+        kept = min(base, key=lambda r: r.file)
+        proposal = replace(proposal, name=kept.name)
+        path = kept.file
+    else:
+        path = revision_path(context.revisions, proposal.name)
     files = [FileChange(r.file, None) for r in base if r.file != path]
     files.append(FileChange(path, render_revision(proposal, since)))
     older = [r.version for r in (*base, *branch) if r.version != proposal.version]
@@ -210,6 +237,10 @@ def plan_extension(
         catalog=resolution.catalog,
         edge=resolution.edge,
         available_since=since,
+        skipped=resolution.between,
+        image=resolution.bundle.image,
+        metadata=resolution.bundle.csv_metadata(),
+        deprecations=_deprecations(resolution),
     )
     return Change(
         subject=extension.name,
@@ -219,14 +250,14 @@ def plan_extension(
         files=tuple(sorted(files, key=lambda f: f.path)),
         from_version=installed.version,
         to_version=proposal.version,
-        reason=_upgrade_reason(resolution.edge, older),
+        reason=_upgrade_reason(resolution.edge, older, proposal.name if base else None),
         facts=facts,
         revision=proposal,
     )
 
 
 def plan_orphans(orphans: Sequence[RevisionFile], context: PlanContext) -> list[Change]:
-    """Removals of revisions whose ClusterExtension is no longer in the repository (seed 000: extension
+    """Removals of revisions whose ClusterExtension is no longer in the repository (the lifecycle: extension
     deleted, its revisions are cleaned up), one change per extension."""
     per_extension: dict[str, list[RevisionFile]] = {}
     for revision in orphans:
@@ -280,6 +311,21 @@ def _removal(subject: str, revisions: Sequence[RevisionFile], reason: str, conte
     )
 
 
+def _deprecations(resolution: Resolution) -> tuple[str, ...]:
+    """The catalog's deprecation notices for the package, the upgrade's channel and the resolved bundle."""
+    deprecation = resolution.deprecation
+    if deprecation is None:
+        return ()
+    notices = [
+        (f"package {resolution.package}", deprecation.package_message),
+        (f"channel {resolution.edge.channel}", deprecation.channels.get(resolution.edge.channel or "")),
+        (f"bundle {resolution.bundle.name}", deprecation.bundles.get(resolution.bundle.name)),
+    ]
+    return tuple(
+        f"{what} is deprecated{': ' + message if message else ''}" for what, message in notices if message is not None
+    )
+
+
 def _why_none(check: UpgradeCheck) -> str:
     extension = check.extension
     installed = extension.installed
@@ -293,8 +339,14 @@ def _why_none(check: UpgradeCheck) -> str:
     return f"the installed version {installed.version} is the newest candidate"
 
 
-def _upgrade_reason(edge: Edge, older: Sequence[str]) -> str:
+def _upgrade_reason(edge: Edge, older: Sequence[str], updated: str | None) -> str:
     how = edge.describe()
     if not older:
         return f"Upgrade available: {how}."
-    return f"Newer upgrade available: {how}; replaces the proposal for {', '.join(sorted(set(older)))}."
+    versions = ", ".join(sorted(set(older)))
+    if updated is None:
+        return f"Newer upgrade available: {how}; replaces the proposal for {versions}."
+    return (
+        f"Newer upgrade available: {how}; updates the ClusterExtensionRevision {updated}, which proposed {versions} "
+        "(its approval is reset)."
+    )

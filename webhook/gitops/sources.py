@@ -2,7 +2,7 @@
 
 Catalogs come from ``upgrade-gate.yaml``'s ``catalogs`` (FBC paths, catalogd URLs, or ClusterCatalog
 manifests whose content is served at ``content`` with ``{name}`` replaced). A catalog that cannot be loaded
-aborts the cycle (``CatalogError``): resolving without it could remove proposals it still justifies.
+aborts the cycle (``CatalogError``, ``FetchError``): resolving without it could remove proposals it still justifies.
 Installed versions come from the manifests' ``status.install.bundle`` or from the cluster (``ClusterView``, which
 also answers the add-on lookups of ``webhook.gitops.addonviews.AddOnView``).
 
@@ -74,7 +74,8 @@ def load_catalogs(
     root: Path, sources: Sequence[CatalogConfig], cache: CatalogCache, *, timeout_s: float = 30.0
 ) -> Catalogs:
     """Load every configured catalog through ``cache``; an invalid ClusterCatalog manifest is a problem, not
-    an abort. Raises ``CatalogError`` when a catalog's content cannot be read.
+    an abort. Raises ``CatalogError`` when a catalog's content cannot be read, ``FetchError`` when a URL
+    cannot be fetched.
     """
     catalogs: list[Catalog] = []
     manifests: list[Document] = []
@@ -112,7 +113,7 @@ def load_catalogs(
 
 def with_installed(entries: Sequence[ExtensionEntry], installed: Mapping[str, tuple[str, str]]) -> list[ExtensionEntry]:
     """``entries`` with the installed bundle taken from ``installed`` (the cluster); an extension the cluster
-    does not report as installed has none (seed 000: no revision before the first install)."""
+    does not report as installed has none (no revision before the first install)."""
     result = []
     for entry in entries:
         bundle = installed.get(entry.extension.name)

@@ -19,17 +19,20 @@ A cycle, in order (``run_cycle``):
    became obsolete (closing their pull request).
 
 A second cycle with nothing new makes no commit, no push and no forge write. ``GitError`` (remote or forge
-unreachable), ``CatalogError`` and ``InputError`` (``upgrade-gate.yaml``) abort the cycle; a bad manifest
-only skips itself, with its file and reason in the report.
+unreachable), ``FetchError`` (a catalogd URL), ``CatalogError`` and ``InputError`` (``upgrade-gate.yaml``,
+a ``baseBranch`` the remote lacks) abort the cycle; a bad manifest
+only skips itself, reported ``invalid`` with its file and reason; an upgrade that cannot be worked out is
+``unresolved`` (``PROBLEMS``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import difflib
 import fcntl
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,7 @@ from webhook.gitops.config import SyncConfig, load_config
 from webhook.gitops.forge import Forge, PullRequest, make_forge
 from webhook.gitops.manifests import (
     REVISION_KIND,
+    Problem,
     RevisionFile,
     parse_revision,
     read_addons,
@@ -55,14 +59,17 @@ from webhook.gitops.proposals import (
     CATALOG_IMAGE,
     HELD,
     HUMAN,
+    INVALID,
     NONE,
     PROPOSE,
     PUSH,
     REMOVE,
+    UNRESOLVED,
     UPDATE,
     WITHDRAW,
     BranchState,
     Change,
+    FileChange,
     Outcome,
     PlanContext,
     branch_action,
@@ -76,7 +83,11 @@ from webhook.gitops.templates import plan_catalog_image
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.resolve.revision import check_extension
 
-ACTIONS = ("proposed", "updated", "removed", "withdrawn", HELD, "skipped", "failed", "unchanged")
+OPENED = "opened"
+"""A pull request opened for a branch that already carried the change (its earlier opening failed)."""
+PROBLEMS = (INVALID, UNRESOLVED, "failed")
+"""Actions that mean something needs a person: ``upgrade-gate sync`` exits 1 when an entry has one."""
+ACTIONS = ("proposed", "updated", "removed", "withdrawn", OPENED, HELD, "skipped", "unchanged", *PROBLEMS)
 _DONE = {
     PROPOSE: "proposed",
     UPDATE: "updated",
@@ -92,8 +103,9 @@ Verdict = Callable[[Change], str | None]
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One line of the report: a subject (extension, ``clustercatalog/<name>``, ``addon/<name>`` or a file), what
-    happened (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some, and
-    for a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known."""
+    happened (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some, for
+    a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known, and in a dry run the
+    unified diff the change would push (``diff``)."""
 
     subject: str
     action: str
@@ -104,6 +116,7 @@ class Entry:
     file: str | None = None
     pull_request: str | None = None
     ready_at: str | None = None
+    diff: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,21 +129,24 @@ class Report:
     commit: str
     entries: tuple[Entry, ...]
     timings: Mapping[str, float] = field(default_factory=dict)
+    dry_run: bool = False
 
     def count(self, action: str) -> int:
         """How many entries have ``action``."""
         return sum(1 for e in self.entries if e.action == action)
 
     @property
-    def failed(self) -> bool:
-        """True when some change could not be pushed."""
-        return self.count("failed") > 0
+    def problems(self) -> int:
+        """How many entries need a person (``PROBLEMS``: an invalid manifest, an unresolved upgrade, a failed
+        push)."""
+        return sum(1 for e in self.entries if e.action in PROBLEMS)
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-ready data (``-o json``)."""
         return {
             "base": self.base,
             "commit": self.commit,
+            "dry_run": self.dry_run,
             "counts": {a: self.count(a) for a in ACTIONS},
             "entries": [asdict(e) for e in self.entries],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
@@ -144,7 +160,8 @@ class SyncOptions:
     ``repo`` is a Git URL or local path; ``workdir`` the sync loop's working clone (created on first use);
     ``cluster`` is required for ``installed: cluster``, ``addons.installed: cluster`` and GVK image templates;
     ``catalog_cache`` carries loaded catalogs from one cycle to the next (reuse the options across cycles);
-    ``clock`` returns the current UTC time.
+    ``clock`` returns the current UTC time. ``dry_run`` plans and reports (with each change's diff) but
+    commits, pushes and writes to the forge nothing (it still reads the remote and the forge).
     """
 
     repo: str
@@ -156,6 +173,7 @@ class SyncOptions:
     catalog_cache: CatalogCache = field(default_factory=CatalogCache)
     progress: Progress | None = None
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC)
+    dry_run: bool = False
 
 
 def run_cycle(options: SyncOptions) -> Report:
@@ -214,6 +232,8 @@ class _Cycle:
             repo.fetch()
             base_sha = repo.checkout(repo.default_branch())
             config = load_config(repo.path)
+            if repo.resolve(f"refs/remotes/origin/{config.base_branch}") is None:
+                raise InputError(f"upgrade-gate.yaml: baseBranch: the remote has no branch {config.base_branch}")
             base_sha = repo.checkout(config.base_branch)
             config = load_config(repo.path)
         self.forge = make_forge(config.forge, options.forge_token)
@@ -235,7 +255,7 @@ class _Cycle:
                     reason = f"push rejected {attempt} times, last: {why}"
                     self.entries[subject] = Entry(subject, "failed", reason, branch)
         entries = tuple(self.entries[s] for s in sorted(self.entries))
-        return Report(config.base_branch, base_sha, entries, dict(self.timings))
+        return Report(config.base_branch, base_sha, entries, dict(self.timings), options.dry_run)
 
     def _inputs(self, root: Path, config: SyncConfig) -> _Inputs:
         cluster = self.options.cluster
@@ -251,7 +271,7 @@ class _Cycle:
                 cluster.server_version() if cluster is not None and templated else None
             )
         for problem in catalogs.problems:
-            self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
+            self._invalid(problem)
         check = config.policy_check
         verdict = ApprovalCheck(check, root, self.now).verdict if check is not None and self.forge else None
         addon_view = cluster if _addons_from_cluster(config) else None
@@ -275,8 +295,8 @@ class _Cycle:
         pending: dict[str, tuple[str, Change | Outcome, str]] = {}
         for subject, item in sorted(plan.items()):
             change = item if isinstance(item, Change) else None
-            if isinstance(item, Outcome) and item.action == "skipped":
-                self.entries[subject] = Entry(subject, "skipped", item.reason, file=item.file)
+            if isinstance(item, Outcome) and item.action in ("skipped", INVALID, UNRESOLVED):
+                self.entries[subject] = Entry(subject, item.action, item.reason, file=item.file)
                 continue
             branch = change.branch if change else branch_name(config.branch_prefix, subject)
             state = states.get(branch)
@@ -299,14 +319,16 @@ class _Cycle:
                 if action == PUSH:
                     commits.append(NewCommit(branch, base_sha, change.commit_message, change.files))
                 pending[branch] = (subject, change, action)
-        with self.timed("git"):
-            shas = repo.commit(commits, bot, self.now)
-            updates += [RefUpdate(b, sha, states[b].head if b in states else None) for b, sha in shas.items()]
-            result = repo.push(updates, config.branch_prefix, config.base_branch)
+        rejected: Mapping[str, str] = {}
+        if not self.options.dry_run:
+            with self.timed("git"):
+                shas = repo.commit(commits, bot, self.now)
+                updates += [RefUpdate(b, sha, states[b].head if b in states else None) for b, sha in shas.items()]
+                rejected = repo.push(updates, config.branch_prefix, config.base_branch).rejected
         for branch, (subject, item, action) in sorted(pending.items()):
-            if branch not in result.rejected:
-                self._done(inputs, subject, item, action, branch)
-        return {pending[b][0]: (b, why) for b, why in result.rejected.items()}
+            if branch not in rejected:
+                self._done(inputs, subject, item, action, branch, root=repo.path)
+        return {pending[b][0]: (b, why) for b, why in rejected.items()}
 
     def _plan(
         self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
@@ -328,7 +350,7 @@ class _Cycle:
             extensions = with_installed(extensions, inputs.installed)
         for problem in (*problems, *revision_problems):
             if scope is None:
-                self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
+                self._invalid(problem)
         per_extension: dict[str, list[RevisionFile]] = {}
         for revision in revisions:
             per_extension.setdefault(revision.extension, []).append(revision)
@@ -371,7 +393,7 @@ class _Cycle:
             found = read_addons(root, config.manifests)
             texts = {file: read_text(root / file) for addon in found.addons for file in addon.files}
         for problem in found.problems if scope is None else ():
-            self.entries[str(problem)] = Entry(str(problem), "skipped", problem.reason, file=problem.file)
+            self._invalid(problem)
         view = inputs.addon_view or ObjectsView.of_documents(found)
         prefix = inputs.config.branch_prefix
         context = AddOnContext(config.canary_placements, config.canary_soak, prefix, self.now)
@@ -423,32 +445,45 @@ class _Cycle:
         item: Change | Outcome,
         action: str,
         branch: str,
+        *,
+        root: Path,
     ) -> None:
-        forge = self.forge
+        dry_run = self.options.dry_run
+        forge = None if dry_run else self.forge
         pull = self.open_pulls.get(branch)
         if isinstance(item, Outcome):
             if forge is not None and pull is not None:
                 with self.timed("forge"):
                     forge.close_pull_request(pull)
             url = pull.url if pull else None
+            deleted = "would be deleted (dry run)" if dry_run else "deleted"
             if item.action == HELD:  # still waiting is the news; the branch proposed nothing new
-                why = f"{item.reason}; branch {branch} deleted until then"
+                why = f"{item.reason}; branch {branch} {deleted} until then"
                 self.entries[subject] = Entry(subject, HELD, why, branch, pull_request=url, ready_at=item.ready_at)
                 return
-            why = f"nothing to propose any more ({item.reason}): branch {branch} deleted"
+            why = f"nothing to propose any more ({item.reason}): branch {branch} {deleted}"
             self.entries[subject] = Entry(subject, "withdrawn", why, branch, pull_request=url)
             return
-        url = None
+        url = pull.url if pull else None
+        opened = self.forge is not None and pull is None
         if forge is not None:
             with self.timed("forge"):
                 pull = self._ensure_pull(forge, pull, item, inputs)
             self.open_pulls[branch] = pull
             url = pull.url
-        done = _DONE[item.kind] if action == PUSH else "unchanged"
+        done = _DONE[item.kind] if action == PUSH else OPENED if opened else "unchanged"
         reason = item.reason if action == PUSH else f"branch {branch} already proposes this"
+        if done == OPENED:
+            reason = f"pull request opened: {reason}"
+        diff = file_diff(root, item.files) if dry_run and action == PUSH else None
         self.entries[subject] = Entry(
-            subject, done, reason, branch, item.from_version, item.to_version, pull_request=url
+            subject, done, reason, branch, item.from_version, item.to_version, pull_request=url, diff=diff
         )
+
+    def _invalid(self, problem: Problem) -> None:
+        """Report a manifest that cannot be used: its file (and line) as the subject, the reason beside it."""
+        subject = f"{problem.file}:{problem.line}" if problem.line else problem.file
+        self.entries[subject] = Entry(subject, INVALID, problem.reason, file=problem.file)
 
     def _ensure_pull(self, forge: Forge, pull: PullRequest | None, change: Change, inputs: _Inputs) -> PullRequest:
         body = render_body(change, inputs.verdict(change) if inputs.verdict is not None else None)
@@ -461,6 +496,23 @@ class _Cycle:
         if pull.title != change.title or pull.body != body:
             return forge.update_pull_request(pull, change.title, body)
         return pull
+
+
+def file_diff(root: Path, files: Sequence[FileChange]) -> str:
+    """The unified diff (``git diff`` style headers) that writing ``files`` makes to the tree at ``root``."""
+    chunks: list[str] = []
+    for change in files:
+        path = root / change.path
+        old = read_text(path) if path.is_file() else None
+        chunks.extend(
+            difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (change.content or "").splitlines(keepends=True),
+                "/dev/null" if old is None else f"a/{change.path}",
+                "/dev/null" if change.content is None else f"b/{change.path}",
+            )
+        )
+    return "".join(chunks)
 
 
 def _addons_from_cluster(config: SyncConfig) -> bool:

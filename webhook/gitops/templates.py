@@ -1,4 +1,4 @@
-"""Catalog image templates (seed 002, "Automatic Catalog Switching"), for ClusterCatalog manifests in Git.
+"""Catalog image templates (automatic catalog switching), for ClusterCatalog manifests in Git.
 
 A ClusterCatalog annotated ``olm.catalogImageTemplate`` gets its ``spec.source.image.ref`` from the template:
 
@@ -9,7 +9,7 @@ A ClusterCatalog annotated ``olm.catalogImageTemplate`` gets its ``spec.source.i
 
 When every variable resolves and the image differs, the manifest's reference is replaced (the one text
 occurrence of the old reference, so comments and layout stay) and proposed like an upgrade. When any variable
-does not resolve nothing changes, and the report carries the seed's message:
+does not resolve nothing changes, and the report carries the template's status message:
 ``Cannot construct catalog image reference, variable(s) "{kube_major_version}" couldn't be resolved``.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.gitops.manifests import Document
-from webhook.gitops.proposals import CATALOG_IMAGE, Change, FileChange, Outcome, branch_name
+from webhook.gitops.proposals import CATALOG_IMAGE, INVALID, UNRESOLVED, Change, FileChange, Outcome, branch_name
 
 TEMPLATE_ANNOTATION = "olm.catalogImageTemplate"
 _GVK = (
@@ -45,7 +45,7 @@ class TemplateResult:
 
     @property
     def message(self) -> str:
-        """Seed 002's status message when something did not resolve."""
+        """The status message of catalog image templates when something did not resolve."""
         names = ", ".join(f'"{v}"' for v in self.unresolved)
         return f"Cannot construct catalog image reference, variable(s) {names} couldn't be resolved"
 
@@ -78,12 +78,12 @@ def plan_catalog_image(
     current = ((doc.manifest.get("spec") or {}).get("source") or {}).get("image", {}).get("ref")
     result = render_template(template, kube_version, lookup)
     if result.image is None:
-        return Outcome(subject, "skipped", result.message, doc.file)
+        return Outcome(subject, UNRESOLVED, result.message, doc.file)
     if result.image == current:
         return Outcome(subject, "unchanged", f"image {current} matches its template")
     if not isinstance(current, str) or text.count(current) != 1:
         reason = f"cannot edit {doc.file}: spec.source.image.ref must appear exactly once in the file"
-        return Outcome(subject, "skipped", reason, doc.file)
+        return Outcome(subject, INVALID, reason, doc.file)
     return Change(
         subject=subject,
         kind=CATALOG_IMAGE,

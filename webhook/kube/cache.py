@@ -25,21 +25,10 @@ from typing import Any, Protocol
 from kubernetes.watch.watch import iter_resp_lines
 
 from webhook import logs
-from webhook.errors import ClusterError
+from webhook.errors import ClusterError, Expired, NotServed
+from webhook.objects import KubeObject, LabelSelector
 
 log = logging.getLogger(__name__)
-
-#: A JSON-shaped object, as ``webhook.policy.store.KubeObject`` (this layer sits below ``policy``).
-KubeObject = Mapping[str, Any]
-
-
-class Selector(Protocol):
-    """A label selector (``webhook.labels.LabelSelector`` has this shape)."""
-
-    def matches(self, labels: Mapping[str, str] | None) -> bool:
-        """True if ``labels`` satisfy the selector."""
-        ...
-
 
 WATCH_TIMEOUT_S = 300
 NOT_SERVED_RECHECK_S = 60
@@ -78,14 +67,6 @@ def policy_resources(namespace: str) -> tuple[Resource, ...]:
         Resource("v1", "Namespace", "namespaces"),
         Resource("v1", "ConfigMap", "configmaps", namespace),
     )
-
-
-class Expired(ClusterError):
-    """The watch's resourceVersion is too old (HTTP 410 Gone): relist."""
-
-
-class NotServed(ClusterError):
-    """The API server does not serve the kind (HTTP 404: its CRD is not installed)."""
 
 
 class Source(Protocol):
@@ -202,7 +183,7 @@ class WatchCache:
         api_version: str,
         kind: str,
         namespace: str | None = None,
-        selector: Selector | None = None,
+        selector: LabelSelector | None = None,
     ) -> list[KubeObject]:
         """See ``ObjectStore.list``."""
         objects = self._objects.get((api_version, kind), {})

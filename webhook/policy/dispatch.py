@@ -7,9 +7,11 @@ match, and for each binding its params: none for a policy without ``paramKind`` 
 invocation each, ANDed by the caller). Problems are ``ConfigError``s (``failed to configure policy|binding:
 ...``), which the caller routes through the policy's failurePolicy.
 
-Param scope without discovery: the store cannot say whether a kind is namespaced, so ``ParamScopes`` knows
-the cluster-scoped kinds (a built-in list of Kubernetes, OLM and Open Cluster Management kinds, extendable);
-every other kind counts as namespaced.
+Param scope without discovery (the apiserver asks its REST mapper): a kind is cluster-scoped when it is one of
+``CLUSTER_SCOPED_KINDS`` (Kubernetes, OLM and Open Cluster Management kinds, extendable) or, for any other kind
+(a custom param kind), when the store holds objects of it and none has a namespace: the param objects
+themselves say their scope. A kind the store holds no object of counts as namespaced (its params are then not
+found either way).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.errors import MatchError, ParamError
+from webhook.objects import ObjectStore
 from webhook.policy.activation import RequestInputs
-from webhook.policy.matching import MatchError, matches
+from webhook.policy.matching import matches
 from webhook.policy.model import DENY, Binding, ParamKind, ParamRef, Policy
-from webhook.policy.store import ObjectStore
 
 #: (API group, kind) of well-known cluster-scoped kinds that may serve as params.
 CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(
@@ -92,10 +95,6 @@ def invocations(
                 yield Invocation(policy, binding, param)
 
 
-class ParamError(Exception):
-    """The params of a binding cannot be collected; the message is upstream's text."""
-
-
 def collect_params(
     param_kind: ParamKind | None,
     param_ref: ParamRef | None,
@@ -107,9 +106,8 @@ def collect_params(
     none: parameterNotFoundAction Allow). ``namespace`` is the request's. Raises ``ParamError``."""
     if param_kind is None or param_ref is None:
         return [None]
-    group = param_kind.api_version.rpartition("/")[0]
     lookup_namespace: str | None = None
-    if (group, param_kind.kind) not in cluster_scoped:
+    if not is_cluster_scoped(param_kind, store, cluster_scoped):
         lookup_namespace = param_ref.namespace or namespace
         if not lookup_namespace:
             raise ParamError("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
@@ -124,3 +122,12 @@ def collect_params(
     if not found and param_ref.parameter_not_found_action == DENY:
         raise ParamError("no params found for policy binding with `Deny` parameterNotFoundAction")
     return found
+
+
+def is_cluster_scoped(param_kind: ParamKind, store: ObjectStore, cluster_scoped: Collection[tuple[str, str]]) -> bool:
+    """Whether ``param_kind`` is cluster-scoped: listed in ``cluster_scoped`` (group, kind), or held by ``store``
+    only as objects without a namespace."""
+    if (param_kind.api_version.rpartition("/")[0], param_kind.kind) in cluster_scoped:
+        return True
+    objects = store.list(param_kind.api_version, param_kind.kind)
+    return bool(objects) and not any((obj.get("metadata") or {}).get("namespace") for obj in objects)

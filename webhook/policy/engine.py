@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
 
+from webhook.objects import ObjectStore
 from webhook.policy import mutation
 from webhook.policy.activation import Activation, RequestInputs, activation, bind_variables, evaluate, match_conditions
 from webhook.policy.cel import extension_bindings
@@ -45,7 +46,6 @@ from webhook.policy.model import (
     ValidatingPolicy,
     Validation,
 )
-from webhook.policy.store import ObjectStore
 
 VALIDATION_FAILURE_ANNOTATION = "validation.policy.admission.k8s.io/validation_failure"
 MAX_MESSAGE_BYTES = 5 * 1024
@@ -282,9 +282,8 @@ def _audit_annotations(
         elif error is not None:
             error = f"expression '{text}' resulted in error: {error}"
         if error is not None:
-            if fail:
-                message = f"valueExpression '{text}' resulted in error: {error}"
-                outcome.denials.append(_Denial(policy.name, binding.name, message))
+            if fail:  # the apiserver's text, recorded: no further wrapping (tests/data/oracle/decisions.yaml)
+                outcome.denials.append(_Denial(policy.name, binding.name, error))
             continue
         published = result.strip() if isinstance(result, str) else ""
         if published:

@@ -181,11 +181,16 @@ class FieldReader:
         *,
         missing: str = "",
         rewrite: Callable[[str], Rewritten] | None = None,
+        result: tuple[str, ...] = (),
     ) -> Expression | None:
         """Compile the CEL expression ``mapping[key]`` for ``variables``; ``defined`` are the names
         ``variables.<name>`` may use. Empty → ``Required value: <missing>``; a compile error →
         ``Invalid value: <expr>: compilation failed: <error>`` placed at the error's column in the file.
-        ``rewrite`` turns the written text into the text compiled; error positions are mapped back."""
+        ``rewrite`` turns the written text into the text compiled; error positions are mapped back.
+        ``result``: the types the checked result must have (the apiserver's ``must evaluate to bool but got
+        dyn``); a ``dyn`` result that may come from ``variables``, ``request``, ``namespaceObject`` or
+        ``authorizer`` passes: the apiserver types them (``kubernetes.AdmissionRequest``, ...), they are
+        ``dyn`` here."""
         text = self.string(mapping, at, key)
         place = self.child(mapping, at, key)
         if text is None or not text.strip():
@@ -195,12 +200,30 @@ class FieldReader:
         try:
             error = undefined_variable(text, defined) if "variables" in variables else None
             if error is None:
-                return Expression(text, self.compiler(rewritten.text if rewritten else text, variables))
+                program = self.compiler(rewritten.text if rewritten else text, variables)
+                wrong = _wrong_result(text, program.result_type, result)
+                if wrong is None:
+                    return Expression(text, program)
+                self.fail(place, api.invalid(text, wrong))
+                return None
         except CelCompileError as err:
             error = _written_position(str(err), rewritten)
         position = position_in_scalar(self.document, place.position, place.style, error)
         self.fail(place, api.invalid(text, f"compilation failed: {error}"), position)
         return None
+
+
+_TYPED_HERE_AS_DYN = re.compile(r"(?<![\w.])(variables|request|namespaceObject|authorizer)\b")
+
+
+def _wrong_result(text: str, found: str | None, wanted: tuple[str, ...]) -> str | None:
+    """The apiserver's complaint about a result of type ``found`` where ``wanted`` ones are required, or None."""
+    if not wanted or found is None or found in wanted:
+        return None
+    if found == "dyn" and _TYPED_HERE_AS_DYN.search(blank_strings(text)):
+        return None
+    expected = wanted[0] if len(wanted) == 1 else f"one of [{' '.join(wanted)}]"
+    return f"must evaluate to {expected} but got {found}"
 
 
 def _written_position(message: str, rewritten: Rewritten | None) -> str:

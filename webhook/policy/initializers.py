@@ -8,7 +8,9 @@ cel-python parses message construction but has no such types, so before compilin
 ``{"field": dyn(value), ...}`` (``dyn`` because the fields of one message have different types, which a
 map literal may not: Kubernetes rejects heterogeneous literals). The result is the same JSON-shaped value
 the apiserver derives from the typed object (an apply configuration, or a JSON Patch operation), which
-is all the patchers need.
+is all the patchers need. An ``Object...`` initializer also records its type name under ``TYPE_KEY``, so that
+the ApplyConfiguration patcher can check it against the field path as the apiserver does
+(``Object.spec.template{...}`` only as the value of ``spec.template``) and then drop it.
 
 The rewrite is lexical but exact for CEL's grammar: string literals are copied untouched, brackets are
 tracked so only the field names directly inside an initializer are quoted, and a name is a type name only
@@ -26,6 +28,8 @@ from webhook.policy.lexical import STRING_LITERAL
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
 _TYPE = re.compile(r"Object(?:\.[A-Za-z_]\w*)*|JSONPatch")
 _INITIALIZER = "initializer"
+#: The key under which an ``Object...`` initializer's map carries its type name (no CEL field can be named so).
+TYPE_KEY = "@type"
 _VALUE = "value"
 
 
@@ -63,6 +67,7 @@ class _Rewriter:
         self.stack: list[str] = []
         self.field_expected = False  # directly after the "{" or "," of an initializer
         self.typed_brace_next = False
+        self.typed_name = ""
         self.i = 0
 
     def emit(self, piece: str, origin: int | None = None) -> None:
@@ -99,6 +104,7 @@ class _Rewriter:
             return
         if _TYPE.fullmatch(word) and rest.startswith("{"):
             self.typed_brace_next = True
+            self.typed_name = word
         else:
             self.emit(name.group(0))
         self.i, self.field_expected = name.end(), False
@@ -122,3 +128,6 @@ class _Rewriter:
             self.field_expected = False
         self.emit(char)
         self.i += 1
+        if char == "{" and self.field_expected and self.typed_name.startswith("Object"):
+            following = "" if self.text[self.i :].lstrip().startswith("}") else ", "
+            self.emit(f'"{TYPE_KEY}": dyn("{self.typed_name}"){following}', self.i - 1)

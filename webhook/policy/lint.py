@@ -2,7 +2,9 @@
 
 A policy is portable to in-tree ValidatingAdmissionPolicy / MutatingAdmissionPolicy when none of its
 expressions calls an upgrade-gate extension function (``webhook.policy.cel.EXTENSION_FUNCTIONS``: request
-time, cluster lookups, OLM version ranges); each compiled program says which ones it calls.
+time, cluster lookups, OLM version ranges); each compiled program says which ones it calls. The report also
+names the expressions another CEL engine evaluates (``fallbacks``: on cel-expr, those nested deeper than
+cel-cpp's parser allows run on cel-python).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from webhook.policy.model import Expression, MutatingPolicy, ValidatingPolicy
 
 @dataclass(frozen=True, slots=True)
 class PolicyReport:
-    """One policy: its kind, name, and the extension functions it calls (empty = portable)."""
+    """One policy: its kind, name, the extension functions it calls (empty = portable), and ``fallbacks``:
+    ``<engine>: <expression>`` for each expression an engine other than the set's evaluates."""
 
     kind: str
     name: str
     extensions: tuple[str, ...]
+    fallbacks: tuple[str, ...] = ()
 
     @property
     def portable(self) -> bool:
@@ -45,9 +49,12 @@ class FileReport:
 def lint(paths: Iterable[str | Path]) -> list[FileReport]:
     """Lint every policy file under ``paths`` on its own (so a broken file hides nothing else).
 
-    Raises ``PolicyLoadError`` only for a path that does not exist.
+    A binding whose ``policyName`` names no policy of its kind in any file linted is an error of its file
+    (the kube-apiserver accepts it, and it never takes effect). Raises ``PolicyLoadError`` only for a path
+    that does not exist.
     """
     reports = []
+    bindings: list[tuple[int, str, str, str]] = []  # report index, policy kind, binding name, policyName
     for file in policy_files(paths):
         try:
             loaded = load_policy_set([file])
@@ -55,29 +62,59 @@ def lint(paths: Iterable[str | Path]) -> list[FileReport]:
             reports.append(FileReport(file, errors=error.problems))
             continue
         policies: list[ValidatingPolicy | MutatingPolicy] = [*loaded.validating_policies, *loaded.mutating_policies]
+        bindings += [(len(reports), VALIDATING, b.name, b.policy_name) for b in loaded.validating_bindings]
+        bindings += [(len(reports), MUTATING, b.name, b.policy_name) for b in loaded.mutating_bindings]
         reports.append(
             FileReport(
                 file,
                 tuple(
-                    PolicyReport(_kind(policy), policy.name, tuple(sorted(set(_extensions(policy)))))
+                    PolicyReport(
+                        _kind(policy),
+                        policy.name,
+                        tuple(sorted(set(_extensions(policy)))),
+                        tuple(_fallbacks(policy)),
+                    )
                     for policy in policies
                 ),
             )
         )
+    defined = {(p.kind, p.name) for report in reports for p in report.policies}
+    for index, kind, binding, policy_name in bindings:
+        if (kind, policy_name) not in defined:
+            report = reports[index]
+            problem = f"{report.file}: {kind}Binding {binding}: spec.policyName {policy_name!r} names no {kind} here"
+            reports[index] = dataclasses.replace(report, errors=(*report.errors, problem))
     return reports
 
 
+VALIDATING, MUTATING = "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"
+
+
 def _kind(policy: ValidatingPolicy | MutatingPolicy) -> str:
-    return "MutatingAdmissionPolicy" if isinstance(policy, MutatingPolicy) else "ValidatingAdmissionPolicy"
+    return MUTATING if isinstance(policy, MutatingPolicy) else VALIDATING
 
 
-def _extensions(value: Any) -> Iterator[str]:
-    """The extension functions called by every expression inside ``value`` (a model dataclass)."""
+def _extensions(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[str]:
+    """The extension functions called by the policy's expressions."""
+    for expression in _expressions(policy):
+        yield from getattr(expression.program, "extensions", ())
+
+
+def _fallbacks(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[str]:
+    """``<engine>: <expression>`` for each of the policy's expressions that another engine evaluates."""
+    for expression in _expressions(policy):
+        engine = getattr(expression.program, "fallback", None)
+        if engine:
+            yield f"{engine}: {expression.text}"
+
+
+def _expressions(value: Any) -> Iterator[Expression]:
+    """Every expression inside ``value`` (a model dataclass, or a tuple or list of them)."""
     if isinstance(value, Expression):
-        yield from getattr(value.program, "extensions", ())
+        yield value
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for item in dataclasses.fields(value):
-            yield from _extensions(getattr(value, item.name))
+            yield from _expressions(getattr(value, item.name))
     elif isinstance(value, tuple | list):
         for item in value:
-            yield from _extensions(item)
+            yield from _expressions(item)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.errors import InputError, PolicyLoadError
-from webhook.labels import LabelSelector
+from webhook.objects import LabelSelector
 from webhook.policy import apivalidation as api
 from webhook.policy import model
 from webhook.policy.documents import (
@@ -70,6 +70,12 @@ _MATCH_RESOURCES = frozenset(
 )
 _RULE = frozenset({"operations", "apiGroups", "apiVersions", "resources", "scope", "resourceNames"})
 _SELECTOR = frozenset({"matchLabels", "matchExpressions"})
+
+
+#: Result types the apiserver requires (``validation.go``: validations and matchConditions bool,
+#: messageExpression string, auditAnnotations valueExpression string or null).
+_BOOL = ("bool",)
+_STRING = ("string",)
 
 
 def _compiler(engine: str) -> Compiler:
@@ -374,7 +380,7 @@ def _match_conditions(reader: FieldReader, spec: MarkedMap, at: At, variables: f
         if name in seen:
             reader.fail(reader.child(mapping, item_at, "name"), api.duplicate(name))
         seen.add(name)
-        expression = reader.expression(mapping, item_at, "expression", variables)
+        expression = reader.expression(mapping, item_at, "expression", variables, result=_BOOL)
         if expression is not None:
             conditions.append(model.MatchCondition(name, expression))
     if len(seen) > _MAX_MATCH_CONDITIONS or len(conditions) > _MAX_MATCH_CONDITIONS:
@@ -468,6 +474,7 @@ def _validation(
         _policy_variables(param_kind, EXPRESSION_VARIABLES),
         defined,
         missing="expression is not specified",
+        result=_BOOL,
     )
     message_expression = None
     raw = reader.string(mapping, at, "messageExpression")
@@ -475,7 +482,7 @@ def _validation(
         reader.fail(reader.child(mapping, at, "messageExpression"), api.invalid(raw, "must be non-empty if specified"))
     elif raw is not None:
         variables = _policy_variables(param_kind, MESSAGE_VARIABLES)
-        message_expression = reader.expression(mapping, at, "messageExpression", variables, defined)
+        message_expression = reader.expression(mapping, at, "messageExpression", variables, defined, result=_STRING)
     message = reader.string(mapping, at, "message")
     if message is not None and not message.strip():
         reader.fail(
@@ -525,7 +532,13 @@ def _audit_annotations(
             continue
         variables = _policy_variables(param_kind, MESSAGE_VARIABLES)
         value = reader.expression(
-            mapping, item_at, "valueExpression", variables, defined, missing="valueExpression is not specified"
+            mapping,
+            item_at,
+            "valueExpression",
+            variables,
+            defined,
+            missing="valueExpression is not specified",
+            result=(*_STRING, "null_type"),
         )
         if value is not None:
             found.append(model.AuditAnnotation(key, value))

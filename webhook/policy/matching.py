@@ -20,12 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.labels import LabelSelector
+from webhook.errors import MatchError
+from webhook.objects import LabelSelector
 from webhook.policy.model import EQUIVALENT, MatchResources, Rule
-
-
-class MatchError(Exception):
-    """Matching could not decide (the request's namespace is unknown); the message is upstream's text."""
 
 
 @dataclass(frozen=True, slots=True)

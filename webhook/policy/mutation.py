@@ -33,9 +33,11 @@ from typing import Any, cast
 
 import jsonpatch
 
+from webhook.errors import MutationError
 from webhook.policy.activation import Activation, RequestInputs, activation, bind_variables, evaluate, match_conditions
 from webhook.policy.decision import Decision
 from webhook.policy.dispatch import ConfigError, Invocation
+from webhook.policy.initializers import TYPE_KEY
 from webhook.policy.model import APPLY_CONFIGURATION, FAIL, MutatingPolicy, Mutation, Policy
 
 #: Merge keys of well-known list fields (``patchMergeKey`` / ``x-kubernetes-list-map-keys``), by field name.
@@ -52,10 +54,6 @@ MERGE_KEYS: Mapping[str, tuple[str, ...]] = {
     "hostAliases": ("ip",),
     "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
 }
-
-
-class MutationError(Exception):
-    """A mutation could not be applied; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,8 +155,29 @@ def _apply(mutation: Mutation, obj: Any, values: Activation) -> Any:
     if mutation.patch_type == APPLY_CONFIGURATION:
         if not isinstance(value, dict):
             raise MutationError("ApplyConfiguration expression must evaluate to an Object")
-        return merge(obj, value)
-    return apply_json_patch(obj, value)
+        return merge(obj, typed(value, "Object"))
+    return apply_json_patch(obj, typed(value, None))
+
+
+def typed(value: Any, expected: str | None) -> Any:
+    """``value`` without the initializers' type names (``initializers.TYPE_KEY``), each checked against the field
+    path from the root ``Object`` (``expected``; ``None``: not checked, as in a JSON patch value). Raises
+    ``MutationError`` with the apiserver's text for a name that is not its field's."""
+    if isinstance(value, list):
+        return [typed(item, expected) for item in value]
+    if not isinstance(value, dict):
+        return value
+    name = value.get(TYPE_KEY)
+    if name is not None and expected is not None and name != expected:
+        raise MutationError(
+            f'type mismatch: unexpected type name "{name}", expected "{expected}", which matches field name path '
+            "from root Object type"
+        )
+    return {
+        key: typed(item, f"{expected}.{key}" if expected is not None else None)
+        for key, item in value.items()
+        if key != TYPE_KEY
+    }
 
 
 def apply_json_patch(obj: Any, operations: Any) -> Any:

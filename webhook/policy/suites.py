@@ -49,10 +49,10 @@ import jsonpatch
 
 from webhook.errors import InputError, UpgradeGateError
 from webhook.manifests import iter_yaml_documents, read_text
+from webhook.objects import InMemoryObjectStore
 from webhook.policy.decision import Decision
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
-from webhook.policy.store import InMemoryObjectStore
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 API_VERSION = "upgrade-gate.io/v1alpha1"

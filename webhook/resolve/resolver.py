@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from webhook.catalog import Bundle, Catalog, Deprecation, Package, VersionRelease
 from webhook.errors import InputError, InvalidConstraint, InvalidVersion, ResolutionError
-from webhook.labels import LabelSelector
+from webhook.objects import LabelSelector
 from webhook.resolve.extension import CatalogSource, InstalledBundle
 from webhook.resolve.predicates import InAnyChannel, InVersionRange, Predicate, SuccessorOf, channel_list
 from webhook.resolve.successors import Edge, Successors
@@ -53,7 +53,9 @@ class Resolution:
 
     ``version`` is the bundle's parsed version and release; ``edge`` says how it was reached from the
     installed bundle; ``dropped`` lists every other bundle of the package and why it lost, in catalog
-    then bundle order; ``deprecation`` is what upstream reports alongside (see ``olm-resolution.md`` §6).
+    then bundle order; ``deprecation`` is what upstream reports alongside (see ``olm-resolution.md`` §6);
+    ``between`` are the versions the winning catalog offers, in the channels considered, strictly between
+    the installed version and the resolved one (what the upgrade skips), ascending.
     """
 
     package: str
@@ -64,6 +66,7 @@ class Resolution:
     edge: Edge
     deprecation: Deprecation | None
     dropped: tuple[Dropped, ...]
+    between: tuple[str, ...] = ()
 
     @property
     def is_upgrade(self) -> bool:
@@ -168,7 +171,47 @@ def resolve(source: CatalogSource, catalogs: Sequence[Catalog], installed: Insta
         edge=best.edge,
         deprecation=prior_deprecation,
         dropped=tuple(dropped),
+        between=_between(best.catalog.package(source.package), source, query.installed_version, best.bundle),
     )
+
+
+def _between(
+    package: Package, source: CatalogSource, installed: VersionRelease | None, target: Bundle
+) -> tuple[str, ...]:
+    """Versions of ``package`` in the requested channels (all, with none requested) strictly between
+    ``installed`` and ``target``, ascending and distinct."""
+    if installed is None or target.version_release is None:
+        return ()
+    channels = [c for c in package.channels if not source.channels or c.name in source.channels]
+    names = {entry.name for channel in channels for entry in channel.entries}
+    low, high = installed.sort_key(), target.version_release.sort_key()
+    found = {
+        b.version_release.sort_key(): str(b.version_release)
+        for b in package.bundles
+        if b.name in names and b.version_release is not None and low < b.version_release.sort_key() < high
+    }
+    return tuple(found[key] for key in sorted(found))
+
+
+def explain_no_bundles(source: CatalogSource, catalogs: Sequence[Catalog]) -> str | None:
+    """Why ``source`` found nothing at all, beyond upstream's "no bundles found" text: a sentence when the
+    catalog selector selects none of ``catalogs`` (or they are all ``Unavailable``), or when no selected
+    catalog has the package; ``None`` when some selected catalog has it (the range, channels or edges
+    decided). Raises ``InputError`` for an invalid selector.
+    """
+    if not catalogs:
+        return "no catalog was given"
+    selector = LabelSelector.from_dict(source.selector)
+    names = ", ".join(sorted(c.name for c in catalogs))
+    selected = [c for c in catalogs if c.availability_mode != "Unavailable" and selector.matches(c.labels)]
+    if not selected:
+        if all(selector.matches(c.labels) for c in catalogs):
+            return f"every catalog is Unavailable ({names})"
+        return f"the catalog selector {selector} selects none of the catalogs ({names})"
+    if all(c.package(source.package).is_empty for c in selected):
+        found = ", ".join(sorted(c.name for c in selected))
+        return f"package {source.package} is in none of the selected catalogs ({found})"
+    return None
 
 
 def _installed_version(installed: InstalledBundle | None) -> VersionRelease | None:

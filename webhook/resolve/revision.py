@@ -1,6 +1,7 @@
-"""Seed 000's revision decision: is a ClusterExtensionRevision due for this extension, and for what?
+"""The ClusterExtensionRevision lifecycle's decision: is a revision due for this extension, and for what?
 
-Rules (``seeds/000``, "Version Constraint Handling" and "ClusterExtensionRevision Management"):
+Rules (the ClusterExtensionRevision lifecycle, "Version Constraint Handling" and "ClusterExtensionRevision
+Management"):
 
 * no installed bundle: no revision (initial installs need no approval);
 * a pinned constraint (no operator among ``> < = ~ ^ |`` and, trimmed, equal to the installed version):
@@ -21,14 +22,14 @@ from dataclasses import dataclass
 from webhook.catalog import Catalog
 from webhook.errors import ResolutionError
 from webhook.resolve.extension import ClusterExtension
-from webhook.resolve.resolver import Resolution, resolve
+from webhook.resolve.resolver import Resolution, explain_no_bundles, resolve
 
 PIN_OPERATORS = "><=~^|"
 
 
 @dataclass(frozen=True, slots=True)
 class RevisionProposal:
-    """The ClusterExtensionRevision seed 000 asks for: name, extension, version and bundle."""
+    """The ClusterExtensionRevision the lifecycle asks for: name, extension, version and bundle."""
 
     name: str
     extension: str
@@ -43,14 +44,14 @@ class RevisionProposal:
 
 
 def is_pinned(constraint: str, installed_version: str) -> bool:
-    """Seed 000 ``isPinnedVersion``: no range operator, and equal (trimmed) to the installed version."""
+    """The lifecycle's ``isPinnedVersion``: no range operator, and equal (trimmed) to the installed version."""
     if any(op in constraint for op in PIN_OPERATORS):
         return False
     return constraint.strip() == installed_version.strip()
 
 
 def needs_resolution(extension: ClusterExtension) -> bool:
-    """False when seed 000 forbids a revision before resolving: nothing installed, or a pinned version."""
+    """False when the lifecycle forbids a revision before resolving: nothing installed, or a pinned version."""
     installed = extension.installed
     if installed is None:
         return False
@@ -66,16 +67,21 @@ def revision_for(extension: ClusterExtension, resolution: Resolution | None) -> 
 
 @dataclass(frozen=True, slots=True)
 class UpgradeCheck:
-    """One extension checked against its catalogs: the resolution or upstream's error, and the revision due."""
+    """One extension checked against its catalogs: the resolution or upstream's error, and the revision due.
+
+    ``unavailable`` explains an error whose cause is that no catalog offers the package at all (the selector
+    selects no catalog, or none of the selected ones has the package; ``explain_no_bundles``).
+    """
 
     extension: ClusterExtension
     resolution: Resolution | None
     error: str | None
     revision: RevisionProposal | None
+    unavailable: str | None = None
 
 
 def check_extension(extension: ClusterExtension, catalogs: Sequence[Catalog]) -> UpgradeCheck:
-    """Resolve ``extension`` as OLM v1 would and apply seed 000's revision rules.
+    """Resolve ``extension`` as OLM v1 would and apply the ClusterExtensionRevision lifecycle's revision rules.
 
     A ``ResolutionError`` becomes ``error`` (a negative answer, not an exception); ``InvalidConstraint``,
     ``InputError`` and ``CatalogError`` propagate (bad input).
@@ -83,5 +89,5 @@ def check_extension(extension: ClusterExtension, catalogs: Sequence[Catalog]) ->
     try:
         resolution = resolve(extension.source, catalogs, extension.installed)
     except ResolutionError as error:
-        return UpgradeCheck(extension, None, str(error), None)
+        return UpgradeCheck(extension, None, str(error), None, explain_no_bundles(extension.source, catalogs))
     return UpgradeCheck(extension, resolution, None, revision_for(extension, resolution))

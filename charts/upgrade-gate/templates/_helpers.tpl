@@ -137,6 +137,25 @@ Call with (dict "mutating" true|false).
 {{- end }}
 {{- end }}
 
+{{/* The webhook Service as a webhook clientConfig; takes dict "ctx" "path" "caBundle" (empty: none). */}}
+{{- define "upgrade-gate.webhook.clientConfig" -}}
+service:
+  name: {{ include "upgrade-gate.webhook.fullname" .ctx }}
+  namespace: {{ .ctx.Release.Namespace }}
+  path: {{ .path }}
+  port: {{ .ctx.Values.webhook.service.port }}
+{{- if .caBundle }}
+caBundle: {{ .caBundle }}
+{{- end }}
+{{- end }}
+
+{{/* A list of strings as the elements of a CEL list literal: 'a', 'b'. */}}
+{{- define "upgrade-gate.celStrings" -}}
+{{- $quoted := list }}
+{{- range . }}{{- $quoted = append $quoted (printf "'%s'" (replace "'" "\\'" .)) }}{{- end }}
+{{- join ", " $quoted }}
+{{- end }}
+
 {{/*
 The namespace selector: kube-system, the release namespace and webhook.exemptNamespaces are never sent to
 the webhook. (Cluster-scoped objects have no namespace, so a namespaceSelector never exempts them.)

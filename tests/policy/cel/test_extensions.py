@@ -7,8 +7,8 @@ import datetime
 import pytest
 
 from webhook.errors import CelEvaluationError
+from webhook.objects import InMemoryObjectStore
 from webhook.policy.cel import EXTENSION_FUNCTIONS, Environment, extension_bindings, to_python
-from webhook.policy.store import InMemoryObjectStore
 
 STORE = InMemoryObjectStore(
     [

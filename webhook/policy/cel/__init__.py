@@ -2,7 +2,7 @@
 
 Public API::
 
-    Environment(variables, *, cost_limit=1_000_000, max_expression_length=100_000, max_nesting=32)
+    Environment(variables, *, cost_limit=1_000_000, max_expression_length=100_000, max_nesting=250)
         .compile(expression) -> Program                  # CelCompileError
     Program.evaluate(activation) -> CEL value            # CelEvaluationError, CostLimitExceeded
     Program.expression, Program.extensions
@@ -17,10 +17,10 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 
+from webhook.objects import ObjectStore
 from webhook.policy.cel.environment import Environment, Program, backend_named, default_backend
 from webhook.policy.cel.libraries import EXTENSION_FUNCTIONS
 from webhook.policy.cel.libraries.extensions import extension_bindings
-from webhook.policy.store import ObjectStore
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 __all__ = [

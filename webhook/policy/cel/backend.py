@@ -30,10 +30,13 @@ class Limits:
 class Executable(Protocol):
     """A compiled expression, safe to evaluate concurrently from several threads.
 
-    ``extensions``: the non-portable extension functions it calls (``cluster.get``, ...), for ``policy lint``.
+    ``extensions``: the non-portable extension functions it calls (``cluster.get``, ...), for ``policy lint``;
+    ``result_type``: the type the checker gives its result (``bool``, ``string``, ``null_type``, ``dyn``,
+    ``list(dyn)``...), ``None`` where no type checker ran.
     """
 
     extensions: frozenset[str]
+    result_type: str | None
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """The CEL value of the expression; raises ``CelEvaluationError`` (``CostLimitExceeded``) only."""

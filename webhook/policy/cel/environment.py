@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Mapping
+from typing import cast
 
 from webhook.policy.cel.backend import Backend, Executable, Limits
-from webhook.policy.cel.celpython.backend import CelPythonBackend
+from webhook.policy.cel.celpython.backend import CelPythonBackend, TypeCheck
 from webhook.policy.cel.cost import DEFAULT_COST_LIMIT
 from webhook.policy.cel.libraries import LIBRARY, NAMESPACES
 from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
 
 #: cel-go's default limit on expression size, in code points.
 DEFAULT_MAX_EXPRESSION_LENGTH = 100_000
-#: Nesting of calls, indexing, parentheses, literals and conditionals (cel-cpp's parser limit is 32).
-DEFAULT_MAX_NESTING = 32
+#: Nesting of calls, indexing, parentheses, literals, conditionals and operators: cel-go's parser recursion
+#: limit, which the apiserver keeps (``expression recursion limit exceeded: 250``). cel-cpp's parser stops at 32;
+#: the cel-expr backend compiles deeper expressions with cel-python (``celexpr.backend.FallbackExecutable``).
+DEFAULT_MAX_NESTING = 250
 
 
 @functools.cache
@@ -30,12 +33,27 @@ def backend_named(name: str) -> Backend:
     first use. Raises ``ValueError`` for another name. CEL values (``to_cel``) of one backend are not values of
     the other: convert a request with the backend that evaluates it (``Backend.to_cel``)."""
     if name == "cel-python":
-        return CelPythonBackend(LIBRARY, NAMESPACES)
+        return CelPythonBackend(LIBRARY, NAMESPACES, _cel_cpp_type_check())
     if name == "cel-expr":
         from webhook.policy.cel.celexpr.backend import CelExprBackend  # noqa: PLC0415 - loads cel-cpp (50 MB)
 
-        return CelExprBackend(LIBRARY, NAMESPACES)
+        return CelExprBackend(LIBRARY, NAMESPACES, fallback=("cel-python", backend_named("cel-python")))
     raise ValueError(f"unknown CEL engine {name!r}: expected one of {', '.join(CEL_ENGINES)}")
+
+
+def _cel_cpp_type_check() -> TypeCheck | None:
+    """cel-cpp's type checker for the cel-python backend, or None where cel-expr-python is not installed (it
+    has wheels for glibc Linux, macOS and Windows only): cel-python alone has no type checker, so without it
+    statically ill-typed expressions fail when they run instead of when the policy loads."""
+    try:
+        from webhook.policy.cel.celexpr.backend import CelExprBackend  # noqa: PLC0415 - loads cel-cpp (50 MB)
+    except ImportError:  # pragma: no cover - cel-expr-python is a dependency where it has wheels
+        return None
+
+    def type_check(source: str, variables: Collection[str], limits: Limits) -> str | None:
+        return cast(CelExprBackend, backend_named("cel-expr")).type_check(source, variables, limits)
+
+    return type_check
 
 
 def default_backend() -> Backend:
@@ -46,14 +64,19 @@ def default_backend() -> Backend:
 class Program:
     """A compiled expression. ``evaluate`` may be called concurrently from several threads.
 
-    ``expression``: the source text; ``extensions``: the non-portable extension functions it calls.
+    ``expression``: the source text; ``extensions``: the non-portable extension functions it calls;
+    ``result_type``: the checked type of its result (``None`` where no type checker ran); ``fallback``: the
+    engine that evaluates it when the environment's own cannot (cel-python for an expression nested deeper than
+    cel-cpp's parser allows), else ``None``.
     """
 
-    __slots__ = ("_executable", "expression", "extensions")
+    __slots__ = ("_executable", "expression", "extensions", "fallback", "result_type")
 
     def __init__(self, expression: str, executable: Executable) -> None:
         self.expression = expression
         self.extensions = executable.extensions
+        self.result_type = executable.result_type
+        self.fallback: str | None = getattr(executable, "fallback", None)
         self._executable = executable
 
     def evaluate(self, activation: Mapping[str, object]) -> object:

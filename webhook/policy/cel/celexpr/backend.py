@@ -16,27 +16,35 @@ exceeded``) and the library calls' cost (``cost.library_call_cost`` against ``Li
 ``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The request's
 deadline is checked as each evaluation starts and ends and in every library call (``cost.Budget``): cel-cpp
 turns the ``DeadlineExceeded`` a library call raises into an error value, and ``Budget.settle`` raises it again.
-The parser nests at most 32 levels (its fixed limit, stricter than ours for long operator chains).
+The parser nests at most 32 levels (its fixed limit; cel-go's, and ours, is 250): a deeper expression is compiled
+and evaluated by the fallback backend, cel-python (``FallbackExecutable``). Where cel-cpp's checker refuses what
+cel-go accepts (ordering between int, uint and double; ``string(cidr)``), the operands are made ``dyn`` and
+compiled again (``dyn_operands``).
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 import threading
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from cel_expr_python import cel
+from celpy import celtypes
+from google.protobuf import duration_pb2, timestamp_pb2
 
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
-from webhook.policy.cel.backend import Limits
+from webhook.policy.cel.backend import Backend, Executable, Limits
 from webhook.policy.cel.celexpr.functions import BUDGET, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
 from webhook.policy.cel.celpython import values as celpython_values
-from webhook.policy.cel.celpython.check import Signatures, front_end
+from webhook.policy.cel.celpython.check import Signatures, front_end, uses_optionals
 from webhook.policy.cel.celpython.standard import STANDARD
+from webhook.policy.cel.celpython.tree import Node
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
+from webhook.policy.cel.libraries import optional
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
 
@@ -51,6 +59,20 @@ _MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^No matching overloads found : (.*)$", re.DOTALL), r"found no matching overload for \1"),
     (re.compile(r"^invalid regular expression: (.*)$", re.DOTALL), r"error parsing regexp: \1"),
 )
+#: cel-cpp compile errors that cel-go does not have: its parser's recursion limit (32), ordering between
+#: int, uint and double operands (Kubernetes enables cel-go's CrossTypeNumericComparisons), and ``string(cidr)``
+#: (cel-cpp cannot declare a second library type's conversion, ``functions.declarations``).
+_CEL_CPP_ONLY = (
+    re.compile(r"recursion (limit|depth)"),
+    re.compile(r"no matching overload for 'string' applied to '\(net\.CIDR\)'"),
+    re.compile(r"no matching overload for '_(<|<=|>|>=)_' applied to '\((int|uint|double), (int|uint|double)\)'"),
+)
+_COMPILE_MESSAGES = (
+    (
+        re.compile(r"^expression of type '(.*)' cannot be the operand of a select operation$"),
+        r"type '\1' does not support field selection",
+    ),
+)
 #: Activations kept per thread (each holds its converted variables and temporaries in a cel-cpp arena).
 _CACHED_ACTIVATIONS = 8
 #: The top-level name of the composited variables, and the function that reads one (``read_variables``).
@@ -61,6 +83,10 @@ _VARIABLE_EXTENSION = cel.CelExtension(
     [cel.FunctionDecl(VARIABLE_READER, [cel.Overload(VARIABLE_READER, cel.Type.DYN, [cel.Type.STRING])])],
 )
 _MISSING = object()
+#: cel-cpp's optional types (syntax and library), for the expressions that use them (``uses_optionals``): its
+#: planner turns every ``x.orValue(y)`` into an optional step, which breaks the library optionals of
+#: ``format.named`` and ``<Format>.validate`` (messages, ``types.py``) in the other expressions.
+_OPTIONALS = cel.NewEnvConfigFromYaml("extensions:\n  - name: optional\n")
 
 
 def evaluation_message(text: str) -> str:
@@ -73,20 +99,24 @@ def evaluation_message(text: str) -> str:
 
 
 def compile_message(text: str) -> str:
-    """``<line>:<column>: <message>`` of cel-cpp's first compile error (``1:1:`` when it has no position)."""
+    """``<line>:<column>: <message>`` of cel-cpp's first compile error (``1:1:`` when it has no position), in
+    cel-go's wording where ``_COMPILE_MESSAGES`` knows one."""
     found = _COMPILE_ERROR.search(text)
     if found is None:
         return f"1:1: {_STATUS.sub('', text.strip(), count=1)}"
     line, column, message = found.groups()
     if int(line) < 1:
         line, column = "1", "1"
-    return f"{line}:{column}: {message.strip()}"
+    message = message.strip()
+    for pattern, replacement in _COMPILE_MESSAGES:
+        message = pattern.sub(replacement, message)
+    return f"{line}:{column}: {message}"
 
 
 class CelExprExecutable:
     """A checked cel-cpp expression; evaluations share nothing mutable across threads."""
 
-    __slots__ = ("_backend", "_cost_limit", "_expression", "extensions")
+    __slots__ = ("_backend", "_cost_limit", "_expression", "extensions", "result_type")
 
     def __init__(
         self, backend: CelExprBackend, expression: Any, cost_limit: int | None, extensions: frozenset[str]
@@ -95,6 +125,7 @@ class CelExprExecutable:
         self._expression = expression
         self._cost_limit = cost_limit
         self.extensions = extensions
+        self.result_type: str | None = type_text(str(expression.return_type()))
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
@@ -116,6 +147,80 @@ class CelExprExecutable:
         return from_expr(result.plain_value())
 
 
+class FallbackExecutable:
+    """An expression cel-cpp cannot parse, compiled by the fallback backend (cel-python): cel-cpp's parser nests
+    at most 32 levels (``Exceeded max recursion depth of 32``) where cel-go's, and the apiserver's, allows 250.
+    Each evaluation converts the activation to the fallback's values and the result back; ``fallback`` names
+    the engine, for ``policy lint``."""
+
+    __slots__ = ("_backend", "_executable", "extensions", "fallback", "result_type")
+
+    def __init__(self, backend: CelExprBackend, executable: Executable, fallback: str) -> None:
+        self._backend = backend
+        self._executable = executable
+        self.extensions = executable.extensions
+        self.result_type = executable.result_type
+        self.fallback = fallback
+
+    def evaluate(self, activation: Mapping[str, object]) -> object:
+        """See ``backend.Executable.evaluate``."""
+        backend = self._backend
+        converted = {name: backend.fallback_value(value) for name, value in activation.items()}
+        return to_expr(_plain(self._executable.evaluate(converted)), backend.types)
+
+
+class _FallbackVariables(Mapping[str, object]):
+    """The composited ``variables`` of a cel-expr activation, read lazily as fallback values."""
+
+    def __init__(self, backend: CelExprBackend, variables: Mapping[str, object]) -> None:
+        self._backend, self._variables = backend, variables
+
+    def __getitem__(self, name: str) -> object:
+        value = self._variables[name]
+        return self._backend.fallback_value(value)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._variables)
+
+    def __len__(self) -> int:
+        return len(self._variables)
+
+
+def _plain(value: object) -> object:
+    """A cel-python result as plain Python (``celtypes`` subclasses as their base types), library values kept."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    return value
+
+
+def _from_messages(value: object, types: LibraryTypes) -> object:
+    """A cel-expr value as plain Python: library messages as library values, Timestamp and Duration messages
+    as ``datetime``/``timedelta``."""
+    if isinstance(value, list):
+        return [_from_messages(item, types) for item in value]
+    if isinstance(value, dict):
+        return {_from_messages(key, types): _from_messages(item, types) for key, item in value.items()}
+    if isinstance(value, timestamp_pb2.Timestamp):
+        return value.ToDatetime(tzinfo=datetime.UTC)
+    if isinstance(value, duration_pb2.Duration):
+        return value.ToTimedelta()
+    return types.decode(value)
+
+
 class _Activations(threading.local):
     """This thread's recent activations: key (names and value identities) -> (values kept alive, activation)."""
 
@@ -126,37 +231,84 @@ class _Activations(threading.local):
 class CelExprBackend:
     """Compiles with the shared front end and cel-cpp, with ``overloads`` registered as cel-cpp functions."""
 
-    def __init__(self, overloads: Iterable[Overload], namespaces: Iterable[Namespace]) -> None:
+    def __init__(
+        self,
+        overloads: Iterable[Overload],
+        namespaces: Iterable[Namespace],
+        fallback: tuple[str, Backend] | None = None,
+    ) -> None:
+        self._fallback = fallback
         declared = tuple(overloads)
         self.namespaces: dict[str, Namespace] = {namespace.name: namespace for namespace in namespaces}
-        self.signatures = Signatures.of((*declared, *STANDARD))
+        self.signatures = Signatures.of((*declared, *STANDARD, *optional.SYNTAX_OVERLOADS))
         self.types = LibraryTypes(declared)
         self._extension, self._late = extension(declared, self.types, tuple(self.namespaces.values()))
-        self._environments: dict[frozenset[str], Any] = {}
+        self._environments: dict[tuple[frozenset[str], bool], Any] = {}
         self._late_functions: dict[tuple[int, ...], tuple[tuple[Namespace, ...], list[Any]]] = {}
         self._activations = _Activations()
         self._environment(frozenset()).compile("true")  # cel-cpp builds lazily: surface declaration errors now
 
-    def _environment(self, variables: frozenset[str]) -> Any:
-        environment = self._environments.get(variables)
+    def _environment(self, variables: frozenset[str], optionals: bool = False) -> Any:
+        """The cel-cpp environment declaring ``variables``, with cel-cpp's optional library when ``optionals``."""
+        environment = self._environments.get((variables, optionals))
         if environment is None:
-            environment = self._environments[variables] = cel.NewEnv(
+            environment = self._environments[variables, optionals] = cel.NewEnv(
                 self.types.pool,
+                **({"config": _OPTIONALS} if optionals else {}),
                 variables=dict.fromkeys(sorted(variables - {VARIABLES}), cel.Type.DYN),
                 extensions=[self._extension, _VARIABLE_EXTENSION],
             )
         return environment
 
-    def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
+    def compile(self, source: str, variables: Collection[str], limits: Limits) -> Executable:
         """See ``backend.Backend.compile``. ``variables.<name>`` compiles to a call of the activation's variable
-        reader (``read_variables``), so each variable is read, and evaluated, only when an expression needs it."""
-        _, extensions = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
-        text = read_variables(source) if VARIABLES in variables else source
+        reader (``read_variables``), so each variable is read, and evaluated, only when an expression needs it.
+        An expression nested deeper than cel-cpp's parser allows (32) is compiled by the fallback backend, if
+        any (``FallbackExecutable``)."""
         try:
-            expression = self._environment(frozenset(variables)).compile(text)
+            return self._compile(source, variables, limits)
+        except CelCompileError as error:
+            if self._fallback is None or not _CEL_CPP_ONLY[0].search(str(error)):
+                raise
+            name, fallback = self._fallback
+            return FallbackExecutable(self, fallback.compile(source, variables, limits), name)
+
+    def fallback_value(self, value: object) -> object:
+        """A value of a cel-expr activation as the fallback backend's value (namespace objects unchanged)."""
+        if isinstance(value, Namespace):
+            return value
+        if isinstance(value, BaseException) and self._fallback is not None:  # a variable's error
+            return self._fallback[1].error_value(str(value))
+        if isinstance(value, Mapping) and not isinstance(value, dict):  # the lazy composited variables
+            return _FallbackVariables(self, value)
+        return celpython_values.normalise(_from_messages(value, self.types))
+
+    def _compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
+        tree, extensions = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
+        environment = self._environment(frozenset(variables), uses_optionals(tree))
+        try:
+            expression = environment.compile(read_variables(source) if VARIABLES in variables else source)
         except RuntimeError as error:
-            raise CelCompileError(compile_message(str(error))) from None
+            message = str(error)
+            widened = dyn_operands(source, tree) if any(p.search(message) for p in _CEL_CPP_ONLY[1:]) else source
+            if widened == source:
+                raise CelCompileError(compile_message(message)) from None
+            try:  # cel-go accepts it: retry with the operands cel-cpp refuses made dyn
+                expression = environment.compile(read_variables(widened) if VARIABLES in variables else widened)
+            except RuntimeError:
+                raise CelCompileError(compile_message(message)) from None
         return CelExprExecutable(self, expression, limits.cost_limit, extensions)
+
+    def type_check(self, source: str, variables: Collection[str], limits: Limits) -> str | None:
+        """The result type cel-cpp's type checker gives ``source`` (``type_text``), or the ``CelCompileError``
+        it reports if cel-go reports it too (none for cel-cpp's own parser limits, ``_CEL_CPP_ONLY``: the type is
+        then unknown, ``None``). The cel-python backend uses it as the type checker it lacks."""
+        try:
+            return self._compile(source, variables, limits).result_type
+        except CelCompileError as error:
+            if not any(pattern.search(str(error)) for pattern in _CEL_CPP_ONLY):
+                raise
+            return None
 
     def activation(self, values: Mapping[str, object]) -> Any:
         """The ``cel.Activation`` of ``values`` (this backend's CEL values and namespace objects), reused while
@@ -226,6 +378,37 @@ class CelExprBackend:
     def error_value(self, message: str) -> CelEvaluationError:
         """A ``CelEvaluationError``: the variable reader raises it, and cel-cpp makes it an error value."""
         return CelEvaluationError(message)
+
+
+_ORDERING = frozenset({"relation_lt", "relation_le", "relation_gt", "relation_ge"})
+_CEL_CPP_TYPE_NAMES = {"NULL": "null_type", "NULL_TYPE": "null_type"}
+
+
+def type_text(name: str) -> str:
+    """cel-go's text of a cel-cpp type name: ``BOOL`` -> ``bool``, ``LIST<DYN>`` -> ``list(dyn)``, ``NULL`` ->
+    ``null_type``; message names as they are."""
+    parts = re.split(r"([<>,]\s*)", name)
+    words = [_CEL_CPP_TYPE_NAMES.get(part, part.lower() if part.isupper() else part) for part in parts]
+    return "".join(words).replace("<", "(").replace(">", ")")
+
+
+def dyn_operands(source: str, tree: Node) -> str:
+    """``source`` with the right operand of every ``<``, ``<=``, ``>``, ``>=`` and the argument of every one-argument
+    ``string()`` wrapped in ``dyn()``: what cel-go type-checks (cross-type numeric ordering, ``string(cidr)``)
+    and cel-cpp's checker refuses (``_CEL_CPP_ONLY``); cel-cpp's runtime then evaluates them as cel-go does."""
+    spans: list[tuple[int, int]] = []
+    for node in tree.iter_subtrees():
+        if node.data == "relation" and len(node.children) == 2 and node.children[0].data in _ORDERING:
+            spans.append((node.children[1].meta.start_pos, node.children[1].meta.end_pos))
+        elif node.data == "ident_arg" and str(node.children[0]) == "string" and len(node.children) == 2:
+            arguments = node.children[1]
+            if len(arguments.children) == 1:
+                spans.append((arguments.meta.start_pos, arguments.meta.end_pos))
+    inserts: dict[int, str] = {}
+    for start, end in spans:
+        inserts[start] = inserts.get(start, "") + "dyn("
+        inserts[end] = ")" + inserts.get(end, "")
+    return "".join(inserts.get(i, "") + char for i, char in enumerate(source)) + inserts.get(len(source), "")
 
 
 def read_variables(source: str) -> str:

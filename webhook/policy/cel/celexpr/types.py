@@ -17,11 +17,12 @@ expression can select it or build such a message by hand.
 
 Optionals (``libraries/optional.py``, cel-go's ``optional_type``) cannot be returned from Python at all in
 cel-expr-python 0.1.3 (a declared ``optional_type(T)`` result is ``UNIMPLEMENTED: Unimplemented type``, a
-``cel.Value`` holding one is refused as a non-CEL value), so the ``Optional`` class is the message
-``optional_type`` too: ``var`` names what it holds (empty: ``optional.none()``; ``list``: a list of strings,
-held in the repeated field ``let``; a library type's name: that value, its text in ``let``). Its members
-``hasValue() value() orValue()`` are the optional library's overloads on that message, so ``type()`` of one is
-``optional_type`` and two are equal when both are empty or hold equal values, as in cel-go.
+``cel.Value`` holding one is refused as a non-CEL value), so an ``Optional`` returned by a library function
+(``format.named``, ``<Format>.validate``) is the message ``upgrade_gate.Optional`` (``MESSAGE_NAMES``; cel-cpp's
+own ``optional_type``, of the optional syntax and ``optional.of``, is a different type): ``var`` names what it
+holds (empty: ``optional.none()``; ``list``: a list of strings, held in the repeated field ``let``; a library
+type's name: that value, its text in ``let``). Its members ``hasValue() value() orValue()`` are the optional
+library's overloads on that message; two are equal when both are empty or hold equal values, as in cel-go.
 
 ``==`` between library values is protobuf field equality (cel-expr-python cannot override it: an ``_==_``
 overload replaces equality for every type), i.e. equality of their texts, which is Kubernetes' equality where
@@ -53,6 +54,14 @@ CONTENT = "let"
 #: What an optional message holding a list of strings says in ``FIELD``.
 LIST_CONTENT = "list"
 NAMESPACE_PREFIX = "namespace:"
+#: Message names that differ from the library type's ``cel_type_name``.
+MESSAGE_NAMES = {Optional.cel_type_name: "upgrade_gate.Optional"}
+
+
+def message_name(name: str) -> str:
+    """The full name of the message type carrying the library type ``name``."""
+    return MESSAGE_NAMES.get(name, name)
+
 
 KIND_TYPES: dict[str, Any] = {
     "dyn": cel.Type.DYN,
@@ -124,26 +133,27 @@ class LibraryTypes:
         self._texts: dict[type, Callable[[Any], str]] = {cls: getattr(cls, "equality_text", str) for cls in self._names}
         packages: dict[str, list[str]] = {}
         for name in sorted(classes):
-            packages.setdefault(name.rpartition(".")[0], []).append(name)
+            packages.setdefault(message_name(name).rpartition(".")[0], []).append(name)
         for package, names in packages.items():
             file = descriptor_pb2.FileDescriptorProto(
                 name=f"upgrade_gate/cel/{package or 'library'}.proto", package=package, syntax="proto3"
             )
             for name in names:
-                message = file.message_type.add(name=name.rpartition(".")[2])
+                message = file.message_type.add(name=message_name(name).rpartition(".")[2])
                 message.field.add(name=FIELD, number=1, type=_STRING, label=_SINGLE)
                 if classes[name] is Optional:
                     message.field.add(name=CONTENT, number=2, type=_STRING, label=_REPEATED)
             self.pool.Add(file)
         self._messages: dict[str, Any] = {
-            name: message_factory.GetMessageClass(self.pool.FindMessageTypeByName(name)) for name in classes
+            name: message_factory.GetMessageClass(self.pool.FindMessageTypeByName(message_name(name)))
+            for name in classes
         }
         self._from_text = functools.lru_cache(maxsize=4096)(self._construct)
         self._optional = functools.lru_cache(maxsize=4096)(self._construct_optional)
 
     def cel_type(self, kind: str) -> Any:
         """The ``cel.Type`` of a registry parameter kind (``list`` is ``list(dyn)``)."""
-        return KIND_TYPES.get(kind) or cel.Type(kind)
+        return KIND_TYPES.get(kind) or cel.Type(message_name(kind))
 
     def is_library_kind(self, kind: str) -> bool:
         """True for a library type's name (``kubernetes.Semver``)."""
@@ -167,7 +177,7 @@ class LibraryTypes:
         if origin is dict and len(arguments) == 2:
             return cel.Type.Map(self._annotation_type(arguments[0]), self._annotation_type(arguments[1]))
         name = self._names.get(annotation) if isinstance(annotation, type) else None
-        return cel.Type(name) if name else cel.Type.DYN
+        return cel.Type(message_name(name)) if name else cel.Type.DYN
 
     def encode(self, value: object) -> object:
         """A library value as its message; any other value unchanged. Raises ``CelEvaluationError`` for an
@@ -199,7 +209,7 @@ class LibraryTypes:
         if not isinstance(value, Message):
             return value
         name = value.DESCRIPTOR.full_name
-        if name == Optional.cel_type_name:
+        if name == MESSAGE_NAMES[Optional.cel_type_name]:
             return self._optional(getattr(value, FIELD), tuple(getattr(value, CONTENT)))
         if name in self._constructors:
             return self._from_text(name, getattr(value, FIELD))

@@ -8,7 +8,8 @@ list raw ``ValueError``, ``RecursionError`` and internal syntax errors among wha
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+import sys
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
@@ -17,15 +18,23 @@ from webhook.errors import CelError, CelEvaluationError
 from webhook.policy.cel.backend import Limits
 from webhook.policy.cel.celpython import values
 from webhook.policy.cel.celpython.check import Signatures, front_end
-from webhook.policy.cel.celpython.evaluator import BudgetEvaluator, Scope
+from webhook.policy.cel.celpython.evaluator import Scope
 from webhook.policy.cel.celpython.functions import dispatch_tables
 from webhook.policy.cel.celpython.operators import OPERATORS
+from webhook.policy.cel.celpython.optionals import OptionalEvaluator
 from webhook.policy.cel.celpython.standard import STANDARD, TYPE_VALUES
 from webhook.policy.cel.celpython.tree import Node
 from webhook.policy.cel.cost import Budget, check_deadline
+from webhook.policy.cel.libraries import net, optional, quantity, semver, urls
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
 _ARITHMETIC = ("!_", "-_", "_/_", "_%_")
+#: Python's recursion limit while this backend is in use (process-wide; cel-python's own ``Environment`` sets
+#: 2500): the evaluator recurses 3-4 frames per level of the parse tree, up to ``check.MAX_TREE_DEPTH``.
+RECURSION_LIMIT = 6000
+#: A type checker: the result type of ``(source, declared variables, limits)`` (``None``: unknown); raises
+#: ``CelCompileError``.
+TypeCheck = Callable[[str, Collection[str], Limits], "str | None"]
 # cel-python's texts for errors cel-go words differently.
 _MESSAGES = {
     "return error for overflow": "integer overflow",
@@ -33,28 +42,47 @@ _MESSAGES = {
 }
 
 
+def _library_types() -> dict[str, Any]:
+    """Type values by name: the standard ones and the library types (``optional_type``; ``net.IP`` as the
+    selection of ``IP`` on the mapping ``net``, which only a type name can reach)."""
+    found: dict[str, Any] = {**TYPE_VALUES, optional.Optional.cel_type_name: optional.Optional}
+    for cls in (net.IP, net.CIDR, quantity.Quantity, semver.Semver, urls.URL):
+        package, _, name = cls.cel_type_name.partition(".")
+        found.setdefault(package, {})[name] = cls
+    return found
+
+
+_TYPES = _library_types()
+
+
 class CelPythonExecutable:
     """A checked parse tree with the function tables; evaluations share nothing mutable."""
 
-    __slots__ = ("_backend", "_cost_limit", "_literals", "_tree", "extensions")
+    __slots__ = ("_backend", "_cost_limit", "_literals", "_tree", "extensions", "result_type")
 
     def __init__(
-        self, backend: CelPythonBackend, tree: Node, cost_limit: int | None, extensions: frozenset[str]
+        self,
+        backend: CelPythonBackend,
+        tree: Node,
+        cost_limit: int | None,
+        extensions: frozenset[str],
+        result_type: str | None = None,
     ) -> None:
         self._backend = backend
         self._tree = tree
         self._literals = literal_values(tree)
         self._cost_limit = cost_limit
         self.extensions = extensions
+        self.result_type = result_type
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
         backend = self._backend
-        scope = Scope({**backend.namespaces, **activation}, backend.functions, backend.methods, TYPE_VALUES)
+        scope = Scope({**backend.namespaces, **activation}, backend.functions, backend.methods, _TYPES)
         budget = Budget(self._cost_limit)
         check_deadline()
         try:
-            result = BudgetEvaluator(self._tree, scope, budget, self._literals).evaluate()
+            result = OptionalEvaluator(self._tree, scope, budget, self._literals).evaluate()
         except CELEvalError as error:
             raise CelEvaluationError(_message(error)) from None
         except CelError:
@@ -97,10 +125,16 @@ def _message(error: CELEvalError) -> str:
 
 
 class CelPythonBackend:
-    """Compiles with cel-python's parser, our checker and evaluator, and the declared ``overloads``."""
+    """Compiles with cel-python's parser, our checker and evaluator, and the declared ``overloads``; the optional
+    library (``optional.SYNTAX_OVERLOADS``) is always declared."""
 
-    def __init__(self, overloads: Iterable[Overload], namespaces: Iterable[Namespace]) -> None:
-        declared = (*overloads, *STANDARD)
+    def __init__(
+        self, overloads: Iterable[Overload], namespaces: Iterable[Namespace], type_check: TypeCheck | None = None
+    ) -> None:
+        self._type_check = type_check
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+        declared = (*overloads, *STANDARD, *optional.SYNTAX_OVERLOADS)
+        namespaces = (*namespaces, optional.NAMESPACE)
         global_table, member_table = dispatch_tables(declared)
         self.functions: dict[str, Any] = {
             **{name: base_functions[name] for name in _ARITHMETIC},
@@ -114,7 +148,8 @@ class CelPythonBackend:
     def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelPythonExecutable:
         """See ``backend.Backend.compile``."""
         tree, extensions = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
-        return CelPythonExecutable(self, tree, limits.cost_limit, extensions)
+        result_type = self._type_check(source, variables, limits) if self._type_check is not None else None
+        return CelPythonExecutable(self, tree, limits.cost_limit, extensions, result_type)
 
     def to_cel(self, value: object) -> object:
         """See ``values.to_cel``."""

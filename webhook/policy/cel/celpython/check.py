@@ -26,12 +26,17 @@ from celpy.evaluation import celstr
 from webhook.errors import CelCompileError, CelEvaluationError
 from webhook.policy.cel.backend import Limits
 from webhook.policy.cel.celpython.evaluator import MACROS
+from webhook.policy.cel.celpython.optionals import OPTIONAL_MACROS
 from webhook.policy.cel.celpython.parser import parse
 from webhook.policy.cel.celpython.tree import Node, call_arguments, collapse, identifier, unwrap
 from webhook.policy.cel.libraries.regex import compile_pattern
 from webhook.policy.cel.libraries.registry import Overload
 
-_NESTING_RULES = frozenset({"paren_expr", "list_lit", "map_lit", "member_dot_arg", "ident_arg", "member_index", "expr"})
+_NESTING_RULES = frozenset(
+    {"paren_expr", "list_lit", "map_lit", "member_dot_arg", "ident_arg", "member_index", "member_index_opt", "expr"}
+)
+#: Functions whose list-literal argument may mix types (cel-go's exemption from homogeneous literals).
+_HETEROGENEOUS_ARGUMENT = frozenset({"format"})
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 _LITERAL_KINDS = {
     "INT_LIT": "int",
@@ -48,19 +53,25 @@ _EQUALITY = {"relation_eq": "_==_", "relation_ne": "_!=_", "relation_in": "@in"}
 #: A type fixed by literals (``_static_type``): ``("int",)``, ``("list", element)``, ``("map", key, value)``;
 #: ``None`` where it depends on data.
 StaticType: TypeAlias = "tuple[Any, ...] | None"
-#: Depth of the collapsed parse tree (``tree.collapse``) the evaluator walks within Python's default
-#: recursion limit of 1000 frames (3-4 frames per node), with room for the caller's own stack.
-MAX_TREE_DEPTH = 150
+#: Depth of the collapsed parse tree (``tree.collapse``) the evaluator walks (3-4 frames per node) within
+#: the recursion limit the cel-python backend sets (``RECURSION_LIMIT``): room for cel-go's 250 levels of
+#: nesting, which take up to 4 tree levels each.
+MAX_TREE_DEPTH = 1100
+#: Binary and unary operator rules: each nests one level, as in cel-go's parser (``&&`` and ``||`` chains are
+#: balanced there, so they do not count).
+_OPERATOR_RULES = frozenset({"relation", "addition", "multiplication", "unary"})
 
 
 @dataclass(frozen=True)
 class Signatures:
-    """What the checker knows: arities per global and member function name, namespace members."""
+    """What the checker knows: arities per global and member function name, namespace members, and the
+    parameter kinds of each (qualified name, member form), the receiver first."""
 
     global_arities: Mapping[str, frozenset[int]]
     member_arities: Mapping[str, frozenset[int]]
     namespace_members: Mapping[str, Mapping[str, frozenset[int]]]
     extensions: frozenset[str]
+    params: Mapping[tuple[str, bool], frozenset[tuple[str, ...]]]
 
     @classmethod
     def of(cls, overloads: Collection[Overload]) -> Signatures:
@@ -69,16 +80,19 @@ class Signatures:
         member_arities: dict[str, set[int]] = {}
         namespaces: dict[str, dict[str, set[int]]] = {}
         extensions: set[str] = set()
+        params: dict[tuple[str, bool], set[tuple[str, ...]]] = {}
         for overload in overloads:
             receiver = overload.params[0] if overload.params else ""
             if overload.member and receiver.startswith("namespace:"):
                 namespace = receiver.removeprefix("namespace:")
                 namespaces.setdefault(namespace, {}).setdefault(overload.name, set()).add(overload.arity)
                 qualified = f"{namespace}.{overload.name}"
+                params.setdefault((qualified, False), set()).add(overload.params[1:])
             else:
                 table = member_arities if overload.member else global_arities
                 table.setdefault(overload.name, set()).add(overload.arity)
                 qualified = overload.name
+                params.setdefault((qualified, overload.member), set()).add(overload.params)
             if not overload.portable:
                 extensions.add(qualified)
         return cls(
@@ -86,6 +100,7 @@ class Signatures:
             {name: frozenset(arities) for name, arities in member_arities.items()},
             {ns: {name: frozenset(a) for name, a in members.items()} for ns, members in namespaces.items()},
             frozenset(extensions),
+            {key: frozenset(found) for key, found in params.items()},
         )
 
 
@@ -105,6 +120,21 @@ def front_end(
         raise CelCompileError("1:1: expression is nested too deeply") from None
 
 
+_OPTIONAL_RULES = frozenset({"member_dot_opt", "member_index_opt", "opt_elem"})
+_OPTIONAL_NAMES = frozenset({"optional", "optional_type"})
+
+
+def uses_optionals(tree: Node) -> bool:
+    """True if ``tree`` uses the optional syntax (``a.?b``, ``m[?k]``, ``[?x]``, ``{?k: v}``), the ``optional``
+    namespace or the ``optMap``/``optFlatMap`` macros."""
+    for node in tree.iter_subtrees():
+        if node.data in _OPTIONAL_RULES or (node.data == "ident" and str(node.children[0]) in _OPTIONAL_NAMES):
+            return True
+        if node.data == "member_dot_arg" and str(node.children[1]) in OPTIONAL_MACROS:
+            return True
+    return False
+
+
 def check(
     tree: Node,
     variables: Collection[str],
@@ -114,21 +144,26 @@ def check(
 ) -> frozenset[str]:
     """Check ``tree``; return the extension functions it calls. Raises ``CelCompileError``."""
     used: set[str] = set()
+    exempt: set[int] = set()  # ids of list literals that may mix types
     stack: list[tuple[Any, int, int, frozenset[str]]] = [(tree, 0, 0, frozenset(variables))]
     while stack:
         node, nesting, depth, scope = stack.pop()
         if not isinstance(node, lark.Tree):
             continue
         if nesting > max_nesting:
-            _fail(node, f"expression nesting exceeds the limit of {max_nesting}")
+            _fail(node, f"expression recursion limit exceeded: {max_nesting}")
         if depth > MAX_TREE_DEPTH:
             _fail(node, f"expression nesting exceeds the limit of {MAX_TREE_DEPTH} operations")
         rule = node.data
-        if rule in _NESTING_RULES and (rule != "expr" or len(node.children) > 1):
+        if (rule in _NESTING_RULES and (rule != "expr" or len(node.children) > 1)) or (
+            rule in _OPERATOR_RULES and len(node.children) > 1
+        ):
             nesting += 1
         children: list[tuple[Any, int, int, frozenset[str]]] = [
             (child, nesting, depth + 1, scope) for child in node.children
         ]
+        if rule == "member_dot" and _qualified_name(node) in QUALIFIED_TYPE_NAMES:
+            continue  # a library type name (net.IP): no identifier to check
         if rule == "ident":
             name = str(node.children[0])
             if name not in scope and name not in _TYPE_NAMES:
@@ -137,7 +172,9 @@ def check(
             _check_global_call(node, signatures, used)
         elif rule == "member_dot_arg":
             children = _check_member_call(node, nesting, depth, scope, signatures=signatures, used=used)
-        elif rule in ("list_lit", "map_lit"):
+            if str(node.children[1]) in _HETEROGENEOUS_ARGUMENT:
+                exempt.update(id(_literal_node(argument)) for argument in call_arguments(node, 2))
+        elif rule in ("list_lit", "map_lit") and id(node) not in exempt:
             _check_homogeneous(node)
         elif rule == "relation" and node.children[0].data in _EQUALITY:
             _check_equality(node)
@@ -145,8 +182,19 @@ def check(
     return frozenset(used)
 
 
+#: Type names with a dot, usable as values (``type(ip('::1')) == net.IP``).
+QUALIFIED_TYPE_NAMES = frozenset({"net.IP", "net.CIDR", "kubernetes.Quantity", "kubernetes.Semver", "kubernetes.URL"})
+
+
+def _qualified_name(node: Node) -> str | None:
+    """``a.b`` for a selection of the field ``b`` on the bare identifier ``a``, else None."""
+    operand = identifier(node.children[0])
+    return f"{operand}.{node.children[1]}" if operand is not None else None
+
+
 _TYPE_NAMES = frozenset(
     {
+        "optional_type",
         "int",
         "uint",
         "double",
@@ -166,6 +214,7 @@ _TYPE_NAMES = frozenset(
 def _check_global_call(node: Node, signatures: Signatures, used: set[str]) -> None:
     name = str(node.children[0])
     arguments = call_arguments(node, 1)
+    _check_no_optional_elements(arguments)
     if name == "has":
         if len(arguments) != 1 or unwrap(arguments[0]).data != "member_dot":
             _fail(node, "invalid argument to has() macro")
@@ -181,6 +230,7 @@ def _check_global_call(node: Node, signatures: Signatures, used: set[str]) -> No
         _fail(node, f"found no matching overload for '{name}' with {len(arguments)} argument(s)")
     if name in signatures.extensions:
         used.add(name)
+    _check_argument_kinds(node, name, None, arguments, signatures)
     _check_literal_arguments(node, name, arguments, member=False)
 
 
@@ -196,9 +246,10 @@ def _check_member_call(
     receiver, name_token = node.children[0], node.children[1]
     name = str(name_token)
     arguments = call_arguments(node, 2)
+    _check_no_optional_elements(arguments)
     inner = [(child, nesting, depth + 1, scope) for child in arguments]
     receiver_entry = (receiver, nesting, depth + 1, scope)
-    if name in MACROS:
+    if name in MACROS or name in OPTIONAL_MACROS:
         allowed = (2, 3) if name == "map" else (2,)
         if len(arguments) not in allowed:
             _fail(node, f"macro '{name}' takes {' or '.join(map(str, allowed))} arguments")
@@ -223,8 +274,67 @@ def _check_member_call(
         _fail(node, f"found no matching overload for '{qualified}' with {len(arguments)} argument(s)")
     if qualified in signatures.extensions:
         used.add(qualified)
+    _check_argument_kinds(node, qualified, None if qualified != name else receiver, arguments, signatures)
     _check_literal_arguments(node, name, arguments, member=True)
     return [receiver_entry, *inner]
+
+
+#: Element types a list literal receiver may have (Kubernetes' and cel-go's ``list(T)`` declarations).
+_ELEMENT_KINDS = {
+    "sum": frozenset({"int", "uint", "double", "duration"}),
+    "join": frozenset({"string"}),
+    **dict.fromkeys(
+        ("min", "max", "isSorted"),
+        frozenset({"int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes"}),
+    ),
+}
+_SAME_ELEMENTS = frozenset({"sets.contains", "sets.equivalent", "sets.intersects"})
+
+
+def _check_argument_kinds(
+    node: Node, name: str, receiver: Node | None, arguments: list[Node], signatures: Signatures
+) -> None:
+    """A call whose literal arguments (or literal receiver) no overload accepts is a compile error, as cel-go's
+    checker finds: ``'a'.join()`` of ints, ``['a'].sum()``, ``quantity('1').compareTo(1)``,
+    ``sets.contains([1], [1.0])``. Arguments whose type depends on data (``dyn``) always pass."""
+    operands = ([receiver] if receiver is not None else []) + arguments
+    types = [_static_type(operand) for operand in operands]
+    kinds = [found[0] if found is not None else None for found in types]
+    candidates = signatures.params.get((name, receiver is not None), frozenset())
+    if candidates and not any(
+        len(params) == len(kinds) and all(p == "dyn" or k is None or p == k for p, k in zip(params, kinds, strict=True))
+        for params in candidates
+    ):
+        _fail_overload(node, name, types, member=receiver is not None)
+    if receiver is not None and name in _ELEMENT_KINDS and types[0] is not None and types[0][0] == "list":
+        element = types[0][1]
+        if element is not None and element[0] not in _ELEMENT_KINDS[name]:
+            _fail_overload(node, name, types, member=True)
+    if name in _SAME_ELEMENTS and len(types) == 2 and None not in types and not _assignable(types[0], types[1]):
+        _fail_overload(node, name, types, member=False)
+
+
+def _fail_overload(node: Node, name: str, types: list[StaticType], *, member: bool) -> None:
+    texts = [_type_text(found) for found in types]
+    applied = f"{texts[0]}.({', '.join(texts[1:])})" if member else f"({', '.join(texts)})"
+    _fail(node, f"found no matching overload for '{name}' applied to '{applied}'")
+
+
+def _literal_node(tree: Node) -> Node:
+    """The list or map literal node ``tree`` passes through to, or the innermost single-child node."""
+    node = tree
+    while (
+        node.data not in ("list_lit", "map_lit") and len(node.children) == 1 and isinstance(node.children[0], lark.Tree)
+    ):
+        node = node.children[0]
+    return node
+
+
+def _check_no_optional_elements(arguments: list[Node]) -> None:
+    """``?x`` is an element of a list or map literal, never an argument."""
+    for argument in arguments:
+        if argument.data == "opt_elem":
+            _fail(argument, "unsupported syntax '?'")
 
 
 def _check_literal_arguments(node: Node, name: str, arguments: list[Node], *, member: bool) -> None:
@@ -253,6 +363,23 @@ def _check_homogeneous(node: Node) -> None:
         if len(kinds) > 1:
             first, *others = sorted(kinds)
             _fail(node, f"expected type '{first}' but found '{others[0]}'")
+        if kinds and any(_is_data(element) for element in group):
+            _fail(node, f"expected type '{kinds.pop()}' but found 'dyn'")
+
+
+#: The variables that are ``dyn`` in the apiserver too (``request`` and ``namespaceObject`` are typed there).
+_DYN_ROOTS = frozenset({"object", "oldObject", "params"})
+
+
+def _is_data(tree: Node) -> bool:
+    """True for a field selection or index on ``object``, ``oldObject`` or ``params``: a ``dyn`` value, which
+    cel-go's homogeneous literal check does not let a literal element of a concrete type sit beside."""
+    node = unwrap(tree)
+    if node.data not in ("member_dot", "member_index"):
+        return False
+    while node.data in ("member_dot", "member_index"):
+        node = unwrap(node.children[0])
+    return identifier(node) in _DYN_ROOTS
 
 
 def _static_kind(tree: Node) -> str:

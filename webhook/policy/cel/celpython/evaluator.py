@@ -242,10 +242,12 @@ class BudgetEvaluator(Evaluator):
             return CELEvalError(f"{name}: {error}")
 
     def member_dot(self, tree: Node) -> Any:
-        operand = self.visit(tree.children[0])
+        return self.select(self.visit(tree.children[0]), str(tree.children[1]))
+
+    def select(self, operand: Any, field: str) -> Any:
+        """``operand.field``: the value of a map's key, else an error value."""
         if isinstance(operand, CELEvalError):
             return operand
-        field = str(tree.children[1])
         if isinstance(operand, Mapping):
             if field in operand:
                 return operand[field]
@@ -273,7 +275,7 @@ class BudgetEvaluator(Evaluator):
         if variable is None:
             return CELEvalError(f"{name}() variable name must be a simple identifier")
         scope = self.scope.nested()
-        bodies = [BudgetEvaluator(body, scope, self.budget, self.literals) for body in arguments[1:]]
+        bodies = [type(self)(body, scope, self.budget, self.literals) for body in arguments[1:]]
 
         def each(evaluator: BudgetEvaluator) -> Iterator[tuple[Any, Any]]:
             for item in list(target):

@@ -1,7 +1,11 @@
 """Parsing CEL source into cel-python's lark tree, with errors as ``CelCompileError`` (``line:column``).
 
 Uses cel-python's own grammar (``celpy/cel.lark``) in a parser instance of ours, so the class-level parser
-singleton of ``celpy.celparser.CELParser`` (and its tree-class trap) does not matter here.
+singleton of ``celpy.celparser.CELParser`` (and its tree-class trap) does not matter here, extended with the
+syntax cel-go's parser has and cel-python's lacks (``_EXTENSIONS``): optional field selection ``a.?b``
+(``member_dot_opt``), optional indexing ``a[?k]`` (``member_index_opt``), optional list elements ``[?x]`` and
+map entries ``{?k: v}`` (``opt_elem``; the checker refuses it anywhere else), and trailing commas in list and
+map literals (and, more lenient than cel-go, in argument lists).
 """
 
 from __future__ import annotations
@@ -17,12 +21,40 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from webhook.errors import CelCompileError
 from webhook.policy.cel.celpython.tree import Node
 
+#: (rule as cel-python writes it, as extended here).
+_EXTENSIONS = (
+    (
+        "member         : member_dot | member_dot_arg | member_index | member_object | primary",
+        "member         : member_dot | member_dot_arg | member_index | member_object | primary\n"
+        "               | member_dot_opt | member_index_opt\n"
+        'member_dot_opt : member "." "?" IDENT\n'
+        'member_index_opt : member "[" "?" expr "]"',
+    ),
+    (
+        'exprlist       : expr ("," expr)*',
+        'exprlist       : elem ("," elem)* [","]\n?elem          : expr | opt_elem\nopt_elem       : "?" expr',
+    ),
+    (
+        'mapinits       : expr ":" expr ("," expr ":" expr)*',
+        'mapinits       : elem ":" expr ("," elem ":" expr)* [","]',
+    ),
+)
+
+
+def grammar() -> str:
+    """cel-python's grammar with ``_EXTENSIONS`` applied; ``LookupError`` if a rule changed upstream."""
+    text = resources.files("celpy").joinpath("cel.lark").read_text(encoding="utf-8")
+    for rule, extended in _EXTENSIONS:
+        if rule not in text:
+            raise LookupError(f"cel-python's grammar has no rule {rule!r}")
+        text = text.replace(rule, extended)
+    return text
+
 
 @functools.cache
 def _parser() -> lark.Lark:
-    grammar = resources.files("celpy").joinpath("cel.lark").read_text(encoding="utf-8")
     return lark.Lark(
-        grammar,
+        grammar(),
         parser="lalr",
         start="expr",
         g_regex_flags=re.M,

@@ -1,4 +1,4 @@
-"""``addon``: the seed 004 add-on ``installVersion`` lifecycle in CEL, over ``webhook.addons`` (no rule here).
+"""``addon``: the add-on ``installVersion`` lifecycle in CEL, over ``webhook.addons`` (no rule here).
 
 NOT in the kube-apiserver: a policy using one of these is not portable. Static namespace::
 
@@ -57,25 +57,15 @@ from webhook.addons import (
 )
 from webhook.conditions import format_time
 from webhook.errors import CelEvaluationError, InputError
-from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced
+from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
 
 NAMESPACE = Namespace("addon")
 _T = TypeVar("_T")
 
 
-def _plain(value: Any) -> Any:
-    """``value`` with CEL maps, lists and strings as plain ``dict``, ``list`` and ``str`` (cel-python's map
-    type raises on ``get`` of a missing key; the core reads JSON-shaped values)."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return str(value) if isinstance(value, str) else value
-
-
 def _map(value: Any) -> dict[str, Any] | None:
     if value is None or isinstance(value, Mapping):
-        return _plain(value)  # type: ignore[no-any-return]
+        return plain(value)  # type: ignore[no-any-return]
     raise TypeError("a map or null is wanted")
 
 
@@ -83,7 +73,7 @@ def _configs(value: Any) -> list[dict[str, Any]] | None:
     if value is None:
         return None
     if isinstance(value, list) and all(isinstance(item, Mapping) for item in value):
-        return _plain(value)  # type: ignore[no-any-return]
+        return plain(value)  # type: ignore[no-any-return]
     raise TypeError("a list of maps or null is wanted")
 
 
@@ -107,7 +97,7 @@ def is_version(_addon: Namespace, text: str) -> bool:
 
 
 def change_type(_addon: Namespace, last: Any, install: str) -> str:
-    """``addon.changeType(last, install)``: ``classify(last, install)`` (seed 004 "Condition")."""
+    """``addon.changeType(last, install)``: ``classify(last, install)`` ("Condition")."""
     return _core(lambda: classify(_text(last), install).value)
 
 
@@ -142,7 +132,7 @@ def _placement_changes(old: Any, new: Any) -> list[dict[str, Any]]:
 
 def changes_of_placements(_addon: Namespace, old: Any, new: Any) -> list[dict[str, Any]]:
     """``addon.placementChanges(oldObject, object)``: ``placement_changes`` as maps, with each placement's
-    ``configs`` (upstream ``configs``, else the seed's ``addonTemplate.configs``)."""
+    ``configs`` (upstream ``configs``, else the lifecycle's ``addonTemplate.configs``)."""
     return _core(lambda: _placement_changes(old, new))
 
 
@@ -173,8 +163,8 @@ def _verdict(
         raise TypeError("canaries must be a list of maps")
     verdict: CanaryVerdict = canary_gate(
         target,
-        [observe(_plain(canary)) for canary in canaries],
-        soak=datetime.timedelta(soak.days, soak.seconds, soak.microseconds),  # a plain one prints as 1:00:00
+        [observe(plain(canary)) for canary in canaries],
+        soak=datetime.timedelta(soak.days, soak.seconds, soak.microseconds),  # a plain timedelta, whatever came in
         now=now,
     )
     ready_at = None if verdict.ready_at is None else format_time(verdict.ready_at)
@@ -185,7 +175,7 @@ def version_canary_gate(
     _addon: Namespace, version: str, canaries: Any, soak: datetime.timedelta, now: datetime.datetime
 ) -> dict[str, Any]:
     """``addon.canaryGate(version, canaries, soak, now)``: ``canary_gate`` over ``Observation.of_install_version``
-    of each canary ManagedClusterAddOn (seed 004 "Canary upgrade")."""
+    of each canary ManagedClusterAddOn (the add-on installVersion lifecycle, "Canary upgrade")."""
     return _core(lambda: _verdict(version, canaries, Observation.of_install_version, soak, now))
 
 

@@ -4,6 +4,9 @@ Per-request namespaces (bound by the engine through ``extension_bindings(store, 
 activation; without them a call is the error ``... is not available``)::
 
     clock.now() -> timestamp                          the request time (soak periods, freeze windows)
+    clock.inWindow(window string) -> bool             the request time is inside the window
+                                                      (webhook.windows: START/END in RFC 3339, or a
+                                                      weekly DAYS HH:MM-HH:MM in UTC)
     cluster.get(apiVersion, kind, name) -> map|null   a cluster-scoped object from the object store
     cluster.get(apiVersion, kind, name, namespace) -> map|null
     cluster.list(apiVersion, kind) -> list<map>       objects of a kind (all namespaces), sorted
@@ -16,8 +19,14 @@ Static namespace::
     olm.inRange(version string, range string) -> bool       Masterminds constraint (OLM v1 spec.version)
     olm.changeType(from string|null, to string) -> string   install | upgrade | rollback | unchanged
     olm.changeLevel(from string|null, to string) -> string  major | minor | patch | prerelease | none
+    olm.release(object map) -> map                          the release behind operator-controller's index
+                                                            Secret or ClusterObjectSet (webhook.release):
+                                                            {applier, extension, revision, status, migrated,
+                                                            bundle: {name, version, package, reference[,
+                                                            release]}}
 
-Versions are read strictly (blang ``Parse``); an invalid version or range is an evaluation error.
+Versions are read strictly (blang ``Parse``); an invalid version or range is an evaluation error, and so is
+an object ``olm.release`` cannot read (``webhook.errors.ReleaseError``'s message).
 """
 
 from __future__ import annotations
@@ -26,10 +35,11 @@ import datetime
 from typing import Any
 
 from webhook.errors import CelEvaluationError, InputError
-from webhook.labels import LabelSelector
-from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced
-from webhook.policy.store import ObjectStore
+from webhook.objects import LabelSelector, ObjectStore
+from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
+from webhook.release import read_release
 from webhook.versions import parse_constraint, parse_version
+from webhook.windows import parse_window
 
 
 class Clock(Namespace):
@@ -68,6 +78,14 @@ def clock_now(clock: Clock) -> datetime.datetime:
     if clock.now is None:
         raise CelEvaluationError("clock.now() is not available: no request time is bound")
     return clock.now
+
+
+def clock_in_window(clock: Clock, window: str) -> bool:
+    """``clock.inWindow(window)``: ``parse_window(window).contains(clock.now())``."""
+    try:
+        return parse_window(str(window)).contains(clock_now(clock))
+    except InputError as error:
+        raise CelEvaluationError(str(error)) from None
 
 
 def _store(cluster: Cluster, name: str) -> ObjectStore:
@@ -127,8 +145,17 @@ def change_level(_olm: Namespace, old: str | None, new: str) -> str:
     return "none"
 
 
+def release(_olm: Namespace, obj: Any) -> dict[str, Any]:
+    """``olm.release(object)``: ``webhook.release.read_release(object).as_map()``."""
+    try:
+        return read_release(plain(obj)).as_map()
+    except InputError as error:
+        raise CelEvaluationError(str(error)) from None
+
+
 OVERLOADS: tuple[Overload, ...] = (
     namespaced("clock", "now", clock_now, portable=False),
+    namespaced("clock", "inWindow", clock_in_window, "string", portable=False),
     namespaced("cluster", "get", cluster_get, "string", "string", "string", portable=False),
     namespaced("cluster", "get", cluster_get, "string", "string", "string", "string", portable=False),
     namespaced("cluster", "list", cluster_list, "string", "string", portable=False),
@@ -137,4 +164,5 @@ OVERLOADS: tuple[Overload, ...] = (
     namespaced("olm", "inRange", in_range, "string", "string", portable=False),
     namespaced("olm", "changeType", change_type, "dyn", "string", portable=False),
     namespaced("olm", "changeLevel", change_level, "dyn", "string", portable=False),
+    namespaced("olm", "release", release, "map", portable=False),
 )

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from webhook.errors import URLError
 from webhook.policy.apivalidation import (  # the private patterns are apimachinery's, shared not copied
     _DNS1123_LABEL,
     _DNS1123_SUBDOMAIN,
@@ -34,7 +35,7 @@ from webhook.policy.apivalidation import (  # the private patterns are apimachin
 )
 from webhook.policy.cel.libraries.optional import Optional
 from webhook.policy.cel.libraries.registry import Implementation, Namespace, Overload, member, namespaced
-from webhook.policy.cel.libraries.urls import URLError, parse_request_uri
+from webhook.policy.cel.libraries.urls import parse_request_uri
 
 NAMESPACE = Namespace("format")
 Validator = Callable[[str], list[str]]

@@ -16,8 +16,8 @@ As in Kubernetes a CIDR may have host bits set (``cidr('10.0.0.1/8').ip()`` is `
 clears them). ``string(ip)``/``string(cidr)`` (the libraries' overloads of the standard conversion) give
 netip's canonical forms (RFC 5952 for IPv6). The predicates are netip's:
 ``isGlobalUnicast`` is true for private ranges too; ``isLinkLocalMulticast`` is ``224.0.0.0/24`` and
-``ffx2::/16``. ``containsCIDR`` is Kubernetes' test, which compares the operand's address (not its network)
-with the receiver's network: ``cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16')`` is false there and here.
+``ffx2::/16``. ``containsCIDR`` is true for a network inside the receiver's
+(``cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16')``, as kube-apiserver 1.32 answers).
 ``containsIP`` with an unparsable string is ``no matching overload`` (Kubernetes'), ``containsCIDR`` with one
 is the parse error. Error texts are Kubernetes' up to the address-level reason, which is always
 ``unable to parse IP`` here (netip words some reasons differently).
@@ -219,10 +219,12 @@ def contains_ip(cidr: CIDR, ip: IP | str) -> bool:
 
 
 def contains_cidr(cidr: CIDR, other: CIDR | str) -> bool:
-    """``cidr.containsCIDR(other)``: Kubernetes' ``Masked() == PrefixFrom(other.Addr(), Bits())`` and
-    ``Bits() <= other.Bits()``."""
+    """``cidr.containsCIDR(other)``: Kubernetes' ``Masked() == PrefixFrom(other.Addr(), Bits()).Masked()`` and
+    ``Bits() <= other.Bits()``: the operand lies inside the receiver's network (same family)."""
     operand = parse_cidr(other) if isinstance(other, str) else other
-    return operand.address == cidr.network and cidr.bits <= operand.bits
+    if type(operand.address) is not type(cidr.address) or cidr.bits > operand.bits:
+        return False
+    return CIDR(operand.address, cidr.bits).network == cidr.network
 
 
 def cidr_ip(cidr: CIDR) -> IP:

@@ -22,8 +22,9 @@ are not ordered by ``<``. ``string(q)`` and result conversion give the canonical
 apimachinery keeps a quantity either as an int64 scaled by a power of ten or as an arbitrary-precision
 decimal, and ``AsInt64`` (hence ``isInteger``/``asInteger``) only succeeds for the first form: this port
 keeps the same two forms (``packed``), so ``quantity('1.5Gi').isInteger()`` is false there and here.
-Magnitudes beyond 10^1100 (apimachinery accepts exponents up to 2^31-1) are the error
-``quantity is outside the supported range``.
+A decimal exponent is read as an int64 and then wrapped to int32, as apimachinery's suffixer does
+(``1e4294967297`` is ``1e1``). Magnitudes beyond 10^1100 are the error ``quantity is outside the supported
+range``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ _MAX_INT64 = 2**63 - 1
 #: 4300-digit int/str conversion limit).
 _LIMIT = 1100
 _SCAN = re.compile(r"([+-]?)([0-9]*)(\.([0-9]*))?([eEinumkKMGTP]*[+-]?[0-9]*)")
-_EXPONENT = re.compile(r"[eE]([+-]?)0*([0-9]{1,10})")
+_EXPONENT = re.compile(r"[eE]([+-]?)0*([0-9]{1,19})")
 _DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL_NAMES = {exponent: suffix for suffix, exponent in _DECIMAL_SUFFIXES.items()}
@@ -131,8 +132,9 @@ def _interpret(suffix: str) -> tuple[int, int, str]:
     if suffix in _BINARY_SUFFIXES:
         return 2, _BINARY_SUFFIXES[suffix], BINARY_SI
     written = _EXPONENT.fullmatch(suffix)
-    if written is not None and int(written.group(2)) < 2**31:  # apimachinery bounds it to ±(2^31-1)
-        return 10, int(written.group(1) + written.group(2)), DECIMAL_EXPONENT
+    if written is not None and int(written.group(2)) < 2**63:  # apimachinery: ParseInt(.., 64), then int32()
+        exponent = (int(written.group(1) + written.group(2)) + 2**31) % 2**32 - 2**31
+        return 10, exponent, DECIMAL_EXPONENT
     raise CelEvaluationError(_SUFFIX)
 
 

@@ -17,7 +17,7 @@ library has no such function (``celexpr/types.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,3 +76,13 @@ class Namespace:
 
     def __str__(self) -> str:
         return self.name
+
+
+def plain(value: Any) -> Any:
+    """``value`` with CEL maps, lists and strings as plain ``dict``, ``list`` and ``str``, for implementations
+    over JSON-shaped Python (cel-python's map type raises on ``get`` of a missing key)."""
+    if isinstance(value, Mapping):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return str(value) if isinstance(value, str) else value

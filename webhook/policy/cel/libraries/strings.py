@@ -35,23 +35,25 @@ def char_at(text: str, position: int) -> str:
 
 
 def index_of(text: str, sub: str, offset: int = 0) -> int:
-    """First code-point index of ``sub`` at or after ``offset``, or -1."""
+    """First code-point index of ``sub`` at or after ``offset``, or -1 (also for an offset at or past the end,
+    as cel-go does since v0.22); a negative offset is out of range."""
     if sub == "":
         return offset
-    if not 0 <= offset < len(text):
+    if offset < 0:
         raise _out_of_range(offset)
-    return text.find(sub, offset)
+    return text.find(sub, offset) if offset < len(text) else -1
 
 
 def last_index_of(text: str, sub: str, offset: int | None = None) -> int:
-    """Last code-point index of ``sub`` starting at or before ``offset`` (default: the end), or -1."""
+    """Last code-point index of ``sub`` starting at or before ``offset`` (default: the end), or -1 (also for an
+    offset at or past the end, as cel-go does since v0.22); a negative offset is out of range."""
     if sub == "":
         return len(text) if offset is None else offset
     if offset is None:
         return text.rfind(sub)
-    if not 0 <= offset < len(text):
+    if offset < 0:
         raise _out_of_range(offset)
-    return text.rfind(sub, 0, offset + len(sub))
+    return text.rfind(sub, 0, offset + len(sub)) if offset < len(text) else -1
 
 
 def _map_ascii(text: str, upper: bool) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from urllib.parse import unquote_to_bytes
 
-from webhook.errors import CelEvaluationError
+from webhook.errors import CelEvaluationError, URLError
 from webhook.policy.cel.libraries.registry import Overload, function, member
 
 _ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
@@ -28,10 +28,6 @@ _UNRESERVED_MARKS = frozenset(b"-_.~")
 _RESERVED = frozenset(b"$&+,/:;=?@")
 _PATH_KEPT = frozenset(b"!$&'()*+,;=:@[]%")
 _USERINFO = _ALNUM | frozenset(b"-._:~!$&'()*+,;=%@")
-
-
-class URLError(ValueError):
-    """A ``net/url`` parse failure; ``str`` is Go's reason."""
 
 
 class URL:

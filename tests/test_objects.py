@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from webhook.errors import InputError
-from webhook.labels import LabelSelector
+from webhook.objects import LabelSelector
 
 CASES: dict[str, list[dict[str, Any]]] = yaml.safe_load(
     (Path(__file__).parent / "data" / "labels.yaml").read_text(encoding="utf-8")

@@ -1,0 +1,122 @@
+"""A real kube-apiserver for integration tests: the harness of ``../shared/kube`` (envtest-style).
+
+The harness is looked for at ``$UPGRADE_GATE_KUBE_HARNESS`` or ``<repository>/../shared/kube/harness.py``; tests
+that need it are skipped with that reason when it is absent (a fresh clone), and run in CI where it is present.
+One API server serves the whole test session (``tests/conftest.py``'s ``apiserver`` fixture); tests isolate
+themselves by object names and namespaces.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def harness_path() -> Path:
+    """Where the harness should be (it may not exist)."""
+    configured = os.environ.get("UPGRADE_GATE_KUBE_HARNESS")
+    return Path(configured) if configured else ROOT.parent / "shared" / "kube" / "harness.py"
+
+
+def upstream_crds() -> Path:
+    """Upstream OLM v1's CRDs (ClusterExtension, ClusterObjectSet, ClusterCatalog) beside the harness."""
+    return harness_path().parent / "crds"
+
+
+@dataclass(frozen=True)
+class ApiServer:
+    """A running API server: its kubeconfig (an admin in ``system:masters``), URL and CA files."""
+
+    run: Path
+    kubeconfig: str
+    server: str
+    ca_crt: str
+    ca_key: str
+
+    def client(self, user: str | None = None, group: str | None = None) -> client.ApiClient:
+        """An API client as the admin, or impersonating ``user`` (in ``group`` too) as the admin may."""
+        api: client.ApiClient = config.new_client_from_config(config_file=self.kubeconfig)  # type: ignore[no-untyped-call]
+        headers = {"Impersonate-User": user, "Impersonate-Group": group}
+        api.default_headers.update({key: value for key, value in headers.items() if value is not None})
+        return api
+
+    def apply(self, documents: Iterable[Mapping[str, Any]]) -> None:
+        """Create (or replace) each object as the admin, with the dynamic client."""
+        dynamic = DynamicClient(self.client())  # type: ignore[no-untyped-call]
+        for document in documents:
+            resource = dynamic.resources.get(api_version=document["apiVersion"], kind=document["kind"])
+            namespace = document["metadata"].get("namespace")
+            try:
+                resource.create(body=dict(document), namespace=namespace)
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+                current = resource.get(name=document["metadata"]["name"], namespace=namespace)
+                body = {
+                    **document,
+                    "metadata": {**document["metadata"], "resourceVersion": current.metadata.resourceVersion},
+                }
+                resource.replace(body=body, namespace=namespace)
+
+    def install_crds(self, files: Iterable[Path | Mapping[str, Any]]) -> None:
+        """Create CustomResourceDefinitions (files or documents) and wait until each is Established."""
+        documents = [
+            doc
+            for item in files
+            for doc in ([item] if isinstance(item, Mapping) else yaml.safe_load_all(Path(item).read_text()))
+            if doc
+        ]
+        self.apply(documents)
+        extensions = client.ApiextensionsV1Api(self.client())
+        for document in documents:
+            name: str = document["metadata"]["name"]
+            wait_for(functools.partial(_established, extensions, name), f"CRD {name} established")
+
+
+def _established(extensions: client.ApiextensionsV1Api, name: str) -> bool:
+    status = extensions.read_custom_resource_definition(name).status
+    conditions = (status.conditions if status else None) or []
+    return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+
+def wait_for(check: Callable[[], object], what: str, timeout: float = 20.0, interval: float = 0.1) -> Any:
+    """Poll ``check`` until it returns something truthy; ``AssertionError`` naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def start(run: Path) -> ApiServer:
+    """Start the harness's API server in ``run``; ``RuntimeError`` with its output if it does not come up."""
+    done = subprocess.run(
+        [sys.executable, str(harness_path()), "start", str(run)], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the kube-apiserver harness did not start:\n{done.stdout}{done.stderr}")
+    info = json.loads(done.stdout.strip().splitlines()[-1])
+    return ApiServer(run, info["kubeconfig"], info["server"], info["ca_crt"], info["ca_key"])
+
+
+def stop(run: Path) -> None:
+    """Stop the harness's processes in ``run``."""
+    subprocess.run([sys.executable, str(harness_path()), "stop", str(run)], capture_output=True, check=False)

@@ -1,0 +1,126 @@
+"""The examples a new user copies: they agree with the bundled settings and name refs that exist."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from webhook.gitops.config import load_config, parse_duration
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def test_the_hub_example_soaks_canaries_as_long_as_the_bundled_policies_do() -> None:
+    settings = yaml.safe_load((ROOT / "policies" / "settings.yaml").read_text())["data"]
+    config = load_config(EXAMPLES / "gitops-hub")
+    assert config.addons is not None
+    assert config.addons.canary_soak == parse_duration(settings["addonCanarySoak"])
+
+
+def test_the_argo_cd_and_flux_examples_track_the_main_branch_as_no_release_is_tagged() -> None:
+    argocd = yaml.safe_load((EXAMPLES / "argocd" / "application.yaml").read_text())
+    [repository, *_] = yaml.safe_load_all((EXAMPLES / "flux" / "helmrelease.yaml").read_text())
+    assert argocd["spec"]["source"]["targetRevision"] == "main"
+    assert repository["spec"]["ref"] == {"branch": "main"}
+
+
+def test_nothing_a_user_reads_names_a_design_document() -> None:
+    jargon = re.compile(r"seed[ -]?0[0-4]", re.IGNORECASE)
+    places = [ROOT / "README.md", *(ROOT / d for d in ("webhook", "policies", "charts", "examples"))]
+    files = [p for place in places for p in ([place] if place.is_file() else sorted(place.rglob("*"))) if p.is_file()]
+    found = [
+        f"{file.relative_to(ROOT)}:{number}"
+        for file in files
+        if file.suffix in (".py", ".md", ".yaml", ".yml", ".tpl", ".txt", ".json")
+        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1)
+        if jargon.search(line)
+    ]
+    assert found == [], "name the behaviour (the ClusterExtensionRevision lifecycle, catalog image templates, ...)"
+
+
+def _normal(text: str) -> list[str]:
+    """Output lines without what changes from run to run: commits and times."""
+    text = re.sub(r"base main at [0-9a-f]{12}", "base main at <commit>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", text)
+    return [line.rstrip() for line in text.strip("\n").splitlines()]
+
+
+def _run_section(title: str, tmp_path: Path, env: dict[str, str] | None = None) -> None:
+    """Run the bash blocks of the examples README's section ``title`` in one shell, from the repository root,
+    and compare the output of each block followed by a text block with that block."""
+    readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
+    section = readme.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(bash|text)\n(.*?)```", section, flags=re.DOTALL)
+    script = "".join(f"echo @@block\n{code}" for kind, code in blocks if kind == "bash")
+    (tmp_path / "gitconfig").write_text("")
+    identity = {f"GIT_{r}_{k}": v for r in ("AUTHOR", "COMMITTER") for k, v in (("NAME", "Rita"), ("EMAIL", "r@x.io"))}
+    environment = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "TMPDIR": str(tmp_path),
+        "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "UPGRADE_GATE_CLUSTER": "off",
+        **identity,
+        **(env or {}),
+    }
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    outputs = iter(done.stdout.split("@@block\n")[1:])
+    ran, shown = [], []
+    for index, (kind, _) in enumerate(blocks):
+        if kind == "bash":
+            output = next(outputs)
+            if index + 1 < len(blocks) and blocks[index + 1][0] == "text":
+                ran.append(_normal(output))
+                shown.append(_normal(blocks[index + 1][1]))
+    assert ran == shown
+
+
+def test_the_offline_walkthrough_runs_as_its_readme_shows(tmp_path: Path) -> None:
+    _run_section("Try it offline", tmp_path)
+
+
+HARNESS = Path(os.environ.get("UPGRADE_GATE_KUBE_HARNESS", ROOT.parent / "shared" / "kube" / "harness.py"))
+
+
+@pytest.fixture(scope="module")
+def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real kube-apiserver with OLM v1's ClusterExtension CRD; its kubeconfig."""
+    if not HARNESS.is_file() or shutil.which("kubectl") is None:
+        pytest.skip(f"needs the kube-apiserver harness ({HARNESS}) and kubectl")
+    run = tmp_path_factory.mktemp("apiserver")
+    started = subprocess.run(
+        [sys.executable, str(HARNESS), "start", str(run)], capture_output=True, text=True, check=True, timeout=120
+    )
+    kubeconfig = str(json.loads(started.stdout)["kubeconfig"])
+    try:
+        crd = HARNESS.parent / "crds" / "olm.operatorframework.io_clusterextensions.yaml"
+        kubectl = ["kubectl", "--kubeconfig", kubeconfig]
+        subprocess.run([*kubectl, "apply", "-f", str(crd)], capture_output=True, check=True)
+        established = ["wait", "--for=condition=Established", "crd/clusterextensions.olm.operatorframework.io"]
+        subprocess.run([*kubectl, *established, "--timeout=60s"], capture_output=True, check=True)
+        yield kubeconfig
+    finally:
+        subprocess.run([sys.executable, str(HARNESS), "stop", str(run)], capture_output=True, check=False)
+
+
+def test_the_api_server_walkthrough_runs_as_its_readme_shows(tmp_path: Path, apiserver: str) -> None:
+    _run_section("Try it against an API server", tmp_path, {"KUBECONFIG": apiserver, "UPGRADE_GATE_CLUSTER": "auto"})
