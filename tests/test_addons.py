@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import semver
-import yaml
 
+from tests import tables
 from webhook.addons import (
     AddOnVersions,
     Change,
@@ -31,8 +31,7 @@ SEED_TIME = parse_time("2022-11-02T05:48:12Z")
 
 
 def _rows(name: str, section: str) -> list[Any]:
-    table = yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
-    return [pytest.param(row, id=row["why"]) for row in table[section]]
+    return tables.params(tables.load(f"addons/{name}")[section])
 
 
 def _change(value: str | None) -> Change | None:

@@ -14,11 +14,12 @@ import lupa.lua51 as lua51
 import pytest
 import yaml
 
+from tests import tables
 from webhook.conditions import validate_condition
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "resource.customizations.health.olm.operatorframework.io_ClusterExtensionRevision"
-CASES = yaml.safe_load((ROOT / "tests" / "data" / "argocd" / "revision-health.yaml").read_text())
+CASES = tables.load("argocd/revision-health.yaml")
 
 
 def _health(obj: dict[str, Any]) -> dict[str, str]:

@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import copy
 import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests import tables
 from webhook.conditions import find_condition, format_duration, format_time, parse_time, remove_condition, set_condition
 from webhook.errors import InputError
 from webhook.gitops.config import parse_duration
 
-TABLE = yaml.safe_load((Path(__file__).parent / "data" / "addons" / "conditions.yaml").read_text(encoding="utf-8"))
+TABLE = tables.load("addons/conditions.yaml")
 
 
 def _rows(section: str) -> list[Any]:
-    return [pytest.param(row, id=row["why"]) for row in TABLE[section]]
+    return tables.params(TABLE[section])
 
 
 @pytest.mark.parametrize("row", _rows("set"))

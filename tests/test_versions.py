@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import semver
-import yaml
 
+from tests import tables
 from webhook.errors import InvalidConstraint, InvalidVersion
 from webhook.versions import Constraint, SkipRange, parse_constraint, parse_skip_range, parse_version
 
@@ -17,8 +17,7 @@ DATA = Path(__file__).parent / "data" / "versions"
 
 
 def _rows(name: str, section: str) -> list[Any]:
-    table = yaml.safe_load((DATA / name).read_text(encoding="utf-8"))
-    return [pytest.param(row, id=row["why"]) for row in table[section]]
+    return tables.params(tables.load(f"versions/{name}")[section])
 
 
 def _candidates(text: str) -> list[str | semver.Version]:

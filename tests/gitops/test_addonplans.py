@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests import tables
 from webhook.errors import ManifestError
 from webhook.gitops.addonplans import AddOnContext, plan_addon
 from webhook.gitops.addonviews import ObjectsView, observe
@@ -18,7 +18,7 @@ from webhook.gitops.proposals import Change
 from webhook.gitops.yamledit import ScalarEdit, set_scalars
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = yaml.safe_load((ROOT / "tests" / "data" / "gitops" / "addon-plans.yaml").read_text())
+CASES = tables.load("gitops/addon-plans.yaml")
 NOW = datetime.datetime(2026, 3, 1, 12, 0, 0, tzinfo=datetime.UTC)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests import tables
 from webhook.errors import InputError
 from webhook.gitops.config import (
     CATALOGD_CONTENT,
@@ -22,7 +23,7 @@ from webhook.gitops.config import (
 from webhook.gitops.manifests import read_addons
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = yaml.safe_load((ROOT / "tests" / "data" / "gitops" / "configs.yaml").read_text())
+CASES = tables.load("gitops/configs.yaml")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

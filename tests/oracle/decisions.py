@@ -17,11 +17,9 @@ import copy
 import re
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
-
+from tests import tables
 from tests.oracle.apiserver import ROOT, Apiserver
 
 CASES = ROOT / "tests" / "data" / "oracle" / "decision_cases.yaml"
@@ -284,7 +282,7 @@ def record(api: Apiserver) -> list[dict[str, Any]]:
         keep_param_informer(api, param_kind)
     user = user_info(api)
     recorded: list[dict[str, Any]] = []
-    for number, case in enumerate(yaml.safe_load(Path(CASES).read_text("utf-8"))["cases"]):
+    for number, case in enumerate(tables.load(CASES)["cases"]):
         for obj in case.get("objects", ()):
             status, answer = api.apply(collection(obj), obj)
             if status >= 300:

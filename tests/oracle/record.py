@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from tests import tables
 from tests.oracle import decisions
 from tests.oracle.apiserver import ROOT, Apiserver, started
 from tests.oracle.decisions import binding, probe, wait_until_effective
@@ -85,7 +86,7 @@ def fact_rows() -> dict[str, dict[str, Any]]:
     for table in sorted(TABLES.glob("*.yaml")):
         if table.stem in SKIPPED_TABLES:
             continue
-        for row in yaml.safe_load(table.read_text("utf-8")):
+        for row in tables.load(table):
             if row.get("variables") or row.get("phase") == "cost":
                 continue
             try:

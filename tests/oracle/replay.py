@@ -19,8 +19,9 @@ from typing import Any
 import jsonpatch
 import yaml
 
+from tests import tables
 from tests.oracle.decisions import mutating, stable
-from tests.policy.cel.tables import strict
+from tests.policy.cel.tables import rows, strict
 from webhook.errors import CelCompileError, CelError, CostLimitExceeded, PolicyLoadError
 from webhook.objects import InMemoryObjectStore
 from webhook.policy.cel import extension_bindings
@@ -35,7 +36,6 @@ FACTS = ROOT / "tests" / "data" / "oracle" / "cel.yaml"
 DECISIONS = ROOT / "tests" / "data" / "oracle" / "decisions.yaml"
 DECISION_CASES = ROOT / "tests" / "data" / "oracle" / "decision_cases.yaml"
 DECISION_DIFFERENCES = ROOT / "tests" / "data" / "oracle" / "decision_differences.yaml"
-TABLES = ROOT / "tests" / "data" / "cel"
 NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.UTC)
 _RENDERED_KINDS = frozenset({"int", "uint", "double", "bool", "bytes", "string", "timestamp", "duration"})
 
@@ -43,17 +43,13 @@ _RENDERED_KINDS = frozenset({"int", "uint", "double", "bool", "bytes", "string",
 @cache
 def facts() -> dict[str, dict[str, Any]]:
     """The recorded facts by row id."""
-    return {fact["id"]: fact for fact in yaml.safe_load(FACTS.read_text("utf-8"))}
+    return {fact["id"]: fact for fact in tables.load(FACTS)}
 
 
 @cache
 def table_rows() -> dict[str, dict[str, Any]]:
     """The rows of tests/data/cel/*.yaml by id (``<table>: <why>``)."""
-    found: dict[str, dict[str, Any]] = {}
-    for table in sorted(TABLES.glob("*.yaml")):
-        if table.stem != "known_differences":
-            found.update({f"{table.stem}: {row['why']}": row for row in yaml.safe_load(table.read_text("utf-8"))})
-    return found
+    return rows()
 
 
 def outcome(engine: str, expression: str) -> tuple[str, Any, str]:
@@ -124,13 +120,13 @@ def agreement(engine: str, fact: dict[str, Any]) -> tuple[bool, str]:
 @cache
 def decisions() -> list[dict[str, Any]]:
     """The recorded decisions (requests and refused cases), in recording order."""
-    return list(yaml.safe_load(DECISIONS.read_text("utf-8")))
+    return list(tables.load(DECISIONS))
 
 
 @cache
 def decision_cases() -> dict[str, dict[str, Any]]:
     """The cases of decision_cases.yaml by ``why``."""
-    return {case["why"]: case for case in yaml.safe_load(DECISION_CASES.read_text("utf-8"))["cases"]}
+    return {case["why"]: case for case in tables.load(DECISION_CASES)["cases"]}
 
 
 def known_decision_differences() -> dict[tuple[str, str, str], str]:
@@ -139,7 +135,7 @@ def known_decision_differences() -> dict[tuple[str, str, str], str]:
         return {}
     return {
         (row["case"], row["why"], engine): entry["cause"]
-        for entry in yaml.safe_load(DECISION_DIFFERENCES.read_text("utf-8"))
+        for entry in tables.load(DECISION_DIFFERENCES)
         for row in entry["rows"]
         for engine in entry["engines"]
     }

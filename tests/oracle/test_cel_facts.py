@@ -8,18 +8,16 @@ list of known differences cannot go stale.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-import yaml
 
+from tests import tables
 from tests.oracle.replay import ROOT, agreement, facts
 from webhook.settings import CEL_ENGINES
 
 DIFFERENCES = ROOT / "tests" / "data" / "oracle" / "cel_differences.yaml"
 KNOWN = {
     (row, engine): entry["cause"]
-    for entry in yaml.safe_load(Path(DIFFERENCES).read_text("utf-8"))
+    for entry in tables.load(DIFFERENCES)
     for row in entry["rows"]
     for engine in entry["engines"]
 }
@@ -28,7 +26,7 @@ CASES = [(fact_id, engine) for fact_id in facts() for engine in CEL_ENGINES]
 
 def test_known_differences_name_recorded_facts_and_both_answers() -> None:
     assert {row for row, _ in KNOWN} <= set(facts())
-    for entry in yaml.safe_load(Path(DIFFERENCES).read_text("utf-8")):
+    for entry in tables.load(DIFFERENCES):
         assert {"cause", "engines", "apiserver", "ours", "why", "rows"} <= set(entry), entry["cause"]
 
 

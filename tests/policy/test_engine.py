@@ -3,19 +3,19 @@ the decisions are the apiserver's, whichever engine evaluates the expressions.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests import tables
 from webhook.objects import InMemoryObjectStore
 from webhook.policy.decision import Decision
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_text
 from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
 
-DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "engine.yaml").read_text("utf-8"))
+DATA = tables.load("policy/engine.yaml")
 
 
 def engine_for(case: dict[str, Any], cel_engine: str = DEFAULT_CEL_ENGINE) -> PolicyEngine:

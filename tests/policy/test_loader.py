@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests import tables
 from webhook.errors import PolicyLoadError
 from webhook.policy import model
 from webhook.policy.loader import load_policy_set, load_policy_text
 
 DATA = Path(__file__).parents[1] / "data" / "policy"
-CASES: dict[str, list[dict[str, Any]]] = yaml.safe_load((DATA / "loader.yaml").read_text("utf-8"))
+CASES: dict[str, list[dict[str, Any]]] = tables.load("policy/loader.yaml")
 BROKEN = DATA / "loader" / "broken"
 
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests import tables
 from webhook.errors import MatchError
 from webhook.objects import LabelSelector
 from webhook.policy.matching import Attributes, matches
 from webhook.policy.model import MatchResources, Rule
 
-DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "matching.yaml").read_text("utf-8"))
+DATA = tables.load("policy/matching.yaml")
 
 
 def _rule(rule: dict[str, Any]) -> Rule:

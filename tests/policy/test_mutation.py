@@ -4,20 +4,19 @@ CEL backends."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import jsonpatch
 import pytest
-import yaml
 
+from tests import tables
 from tests.policy.test_engine import engine_for
 from webhook.errors import MutationError
 from webhook.policy.initializers import rewrite_initializers
 from webhook.policy.mutation import merge, typed
 from webhook.settings import CEL_ENGINES
 
-DATA = yaml.safe_load((Path(__file__).parents[1] / "data" / "policy" / "mutation.yaml").read_text("utf-8"))
+DATA = tables.load("policy/mutation.yaml")
 
 
 @pytest.mark.parametrize("cel_engine", CEL_ENGINES)

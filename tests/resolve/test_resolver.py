@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests import tables
 from webhook import errors
 from webhook.catalog import Catalog, load_catalog
 from webhook.resolve.extension import CatalogSource, ClusterExtension, InstalledBundle
@@ -16,7 +16,7 @@ from webhook.resolve.revision import check_extension
 from webhook.resolve.successors import Edge
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "resolve"
-CASES: dict[str, list[dict[str, Any]]] = yaml.safe_load((DATA / "cases.yaml").read_text(encoding="utf-8"))
+CASES: dict[str, list[dict[str, Any]]] = tables.load("resolve/cases.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import yaml
+from tests import tables
 
-TABLES = Path(__file__).resolve().parents[2] / "data" / "cel"
+TABLES = tables.DATA / "cel"
 KNOWN = TABLES / "known_differences.yaml"  # not a table: the documented cel-python / cel-expr differences
 
 
@@ -16,7 +15,7 @@ def rows() -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for table in sorted(TABLES.glob("*.yaml")):
         if table != KNOWN:
-            found.update({f"{table.stem}: {row['why']}": row for row in yaml.safe_load(table.read_text("utf-8"))})
+            found.update({f"{table.stem}: {row['why']}": row for row in tables.load(table)})
     return found
 
 

@@ -12,8 +12,8 @@ import datetime
 from typing import Any
 
 import pytest
-import yaml
 
+from tests import tables
 from webhook.errors import CelCompileError, CelError, CostLimitExceeded
 from webhook.policy.cel import extension_bindings
 from webhook.policy.cel.backend import Backend
@@ -26,7 +26,7 @@ NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.UTC)
 
 
 ROWS = rows()
-DIFFERENCES = yaml.safe_load(KNOWN.read_text("utf-8"))
+DIFFERENCES = tables.load(KNOWN)
 KNOWN_ROWS = {row: difference["cause"] for difference in DIFFERENCES for row in difference["rows"]}
 
 
