@@ -18,6 +18,7 @@ All problems of the whole set are collected, then one ``PolicyLoadError`` lists 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,10 @@ _BOOL = ("bool",)
 _STRING = ("string",)
 
 
+@functools.cache
 def _compiler(engine: str) -> Compiler:
-    """The CEL compiler of ``webhook.policy.cel`` on the backend ``engine`` (environments built on demand)."""
+    """The CEL compiler of ``webhook.policy.cel`` on the backend ``engine``, one per process (environments built on
+    demand, programs kept for the next load)."""
     from webhook.policy.compiling import CelCompiler  # noqa: PLC0415 - keeps the CEL engines out of import time
 
     try:
