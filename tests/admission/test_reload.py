@@ -75,6 +75,14 @@ def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
         time.sleep(0.05)
 
 
+def replace(path: Path, text: str) -> None:
+    """Write ``path`` at once, as a ConfigMap volume swaps its files: the server's file watcher never sees it half
+    written (a truncated file would load as a valid, smaller set)."""
+    staging = path.with_name(f".{path.name}.tmp")
+    staging.write_text(text)
+    staging.replace(path)
+
+
 def readyz(server: Server) -> Any:
     return server.request("GET", "/readyz")[1]
 
@@ -88,14 +96,15 @@ def test_policies_reload_atomically_and_a_broken_set_keeps_the_previous_one(tmp_
     ):
         eventually(lambda: len(outcomes) > 5)
         extensions = policies / "extensions.yaml"
-        extensions.write_text(extensions.read_text().replace("validationActions: [Deny]", "validationActions: [Warn]"))
+        replace(extensions, extensions.read_text().replace("validationActions: [Deny]", "validationActions: [Warn]"))
         eventually(lambda: readyz(server)["policies"]["generation"] == 2)
         eventually(lambda: outcomes[-1] is True)
 
-        (policies / "zz-broken.yaml").write_text(
+        replace(
+            policies / "zz-broken.yaml",
             "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: x}\n"
             "spec:\n  matchConstraints: {resourceRules: [{apiGroups: ['*'], apiVersions: ['*'], "
-            "operations: ['*'], resources: ['*']}]}\n  validations: [{expression: 'object.'}]\n"
+            "operations: ['*'], resources: ['*']}]}\n  validations: [{expression: 'object.'}]\n",
         )
         eventually(lambda: readyz(server)["loadError"] is not None)
         detail = readyz(server)
@@ -107,7 +116,7 @@ def test_policies_reload_atomically_and_a_broken_set_keeps_the_previous_one(tmp_
         assert outcomes[-1] is True
 
         (policies / "zz-broken.yaml").unlink()
-        extensions.write_bytes((POLICIES / "extensions.yaml").read_bytes())
+        replace(extensions, (POLICIES / "extensions.yaml").read_text())
         server.process.send_signal(signal.SIGHUP)
         eventually(lambda: readyz(server)["loadError"] is None and readyz(server)["policies"]["generation"] >= 3)
         eventually(lambda: outcomes[-1] is False)
@@ -143,14 +152,15 @@ def test_once_a_reload_is_reported_no_answer_comes_from_the_previous_set_and_no_
         idle = [KeptAlive(server) for _ in range(8)]  # across both workers, idle while the set reloads
         try:
             assert [connection.allowed() for connection in idle] == [False] * len(idle)
+            eventually(lambda: len(workers(server)) == 2)  # gunicorn forks them one after the other
             before = workers(server)
             extensions = policies / "extensions.yaml"
-            extensions.write_text(
-                extensions.read_text().replace("validationActions: [Deny]", "validationActions: [Warn]")
+            replace(
+                extensions, extensions.read_text().replace("validationActions: [Deny]", "validationActions: [Warn]")
             )
             eventually(lambda: readyz(server)["policies"]["generation"] == 2)
             assert [connection.allowed() for connection in idle] == [True] * len(idle)
-            assert workers(server) == before and len(before) == 2
+            assert workers(server) == before
         finally:
             for connection in idle:
                 connection.close()

@@ -71,3 +71,26 @@ def test_a_worker_adopts_each_published_set_from_its_texts_and_keeps_it_when_a_l
     assert worker.current() is second
     assert worker.error is not None and worker.error == master.error and "zz-broken.yaml" in worker.error
     assert worker.readiness()[0] is True
+
+
+def test_a_staged_set_is_compiled_ahead_and_served_only_once_activated(tmp_path: Path) -> None:
+    policies = tmp_path / "policies"
+    shutil.copytree(POLICIES, policies)
+    shared = SharedRecord()
+    master = PolicyRuntime(policies, OBJECTS, shared=shared)
+    worker = PolicyRuntime(tmp_path / "elsewhere", shared=shared)
+    assert master.load()
+    first = worker.current()
+    extensions = policies / "extensions.yaml"
+    extensions.write_text(extensions.read_text().replace("validationActions: [Deny]", "validationActions: [Warn]"))
+
+    assert master.stage()
+    assert worker.current() is first  # staged: still deciding with the active set
+    ahead = worker.prepare()
+    assert ahead is not None and ahead.generation == 2
+    assert worker.prepare() is None  # once
+    assert worker.current() is first
+
+    master.activate()
+    assert worker.current() is ahead  # adopted as compiled ahead, not compiled again
+    assert master.snapshot is not None and master.snapshot.generation == 2 and master.staged is None

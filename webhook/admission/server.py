@@ -6,8 +6,9 @@ and the application once (``preload_app``), then forks ``workers`` threaded work
 worker answers up to ``threads`` requests at once on the shared listening socket.
 
 - Policies reload on SIGHUP, in place: the master loads the files again, keeps the new set only if it loads,
-  and publishes the outcome (``PolicyRuntime`` over a ``SharedRecord``); each worker adopts it before its next
-  decision, under its own lock, with its connections and threads untouched. gunicorn's own SIGHUP handling
+  and publishes it (``PolicyRuntime`` over a ``SharedRecord``) staged, then active (``PolicyArbiter``); each
+  worker compiles a staged set in a background thread and adopts the active one before its next decision, with
+  its connections and threads untouched. gunicorn's own SIGHUP handling
   (new workers, the old ones retiring) is not used: a retiring worker kept answering requests on its
   kept-alive connections with the old set after new workers served the new one. A thread in the master sends
   that SIGHUP itself when the policy or object files change (checked every ``reload_interval_s``).
@@ -27,6 +28,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +39,7 @@ from gunicorn.arbiter import Arbiter
 from webhook import logs
 from webhook.admission.app import create_app
 from webhook.admission.metrics import Metrics, forget_process
-from webhook.admission.runtime import ClusterCache, PolicyRuntime
+from webhook.admission.runtime import PREPARE_INTERVAL_S, ClusterCache, PolicyRuntime
 from webhook.admission.shared import SharedRecord
 from webhook.admission.tls import ReloadingContext, development_certificates
 from webhook.admission.worker import admission_worker
@@ -142,18 +144,31 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
     def _post_fork(self, arbiter: Any, worker: Any) -> None:
         if self.cluster is not None:
             self.runtime.attach(self.cluster())
+        self.runtime.prepare_in_background()
 
     def _child_exit(self, arbiter: Any, worker: Any) -> None:
         if self.settings.metrics_dir is not None:
             forget_process(self.settings.metrics_dir, worker.pid)
 
 
+#: How long the master leaves the workers to compile a staged policy set before it activates it, as a multiple of
+#: the time it took itself (the workers compile it in a thread beside their requests), plus the interval at which
+#: they look for one.
+WORKER_HEADSTART = 3.0
+
+
 class PolicyArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints
-    """gunicorn's master process, except that SIGHUP reloads the policy set (``PolicyRuntime.load``, published to
-    the workers) instead of replacing the workers."""
+    """gunicorn's master process, except that SIGHUP reloads the policy set in place instead of replacing the
+    workers: the master loads it and publishes it staged (``PolicyRuntime.stage``), leaves the workers
+    ``WORKER_HEADSTART`` times its own loading time (and ``PREPARE_INTERVAL_S``) to compile it in the background,
+    then activates it."""
 
     def handle_hup(self) -> None:
-        self.app.runtime.load()
+        runtime = self.app.runtime
+        started = time.monotonic()
+        if runtime.stage():
+            time.sleep(WORKER_HEADSTART * (time.monotonic() - started) + PREPARE_INTERVAL_S)
+            runtime.activate()
 
 
 def cluster_cache(settings: ServeSettings) -> ClusterFactory | None:
