@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from webhook.cli.review import review
 from webhook.gitops.config import load_config, parse_duration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +53,7 @@ def test_nothing_a_user_reads_names_a_design_document() -> None:
 def _normal(text: str) -> list[str]:
     """Output lines without what changes from run to run: commits and times."""
     text = re.sub(r"base main at [0-9a-f]{12}", "base main at <commit>", text)
+    text = re.sub(r"merge base [0-9a-f]{12} to head [0-9a-f]{12}", "merge base <commit> to head <commit>", text)
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>", text)
     return [line.rstrip() for line in text.strip("\n").splitlines()]
 
@@ -124,3 +127,14 @@ def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def test_the_api_server_walkthrough_runs_as_its_readme_shows(tmp_path: Path, apiserver: str) -> None:
     _run_section("Try it against an API server", tmp_path, {"KUBECONFIG": apiserver, "UPGRADE_GATE_CLUSTER": "auto"})
+
+
+def test_the_ci_example_runs_upgrade_gate_review_with_options_it_has() -> None:
+    workflow = yaml.safe_load((EXAMPLES / "ci" / "github-actions.yaml").read_text())
+    [command] = [s["run"] for s in workflow["jobs"]["review"]["steps"] if "upgrade-gate review" in s.get("run", "")]
+    argv = shlex.split(re.sub(r"\$\{\{[^}]*\}\}", "7", command))
+    assert argv[:2] == ["upgrade-gate", "review"]
+    context = review.make_context("review", argv[2:])
+    assert (context.params["pull"], context.params["output"]) == (7, "junit")
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as true
+    assert triggers["pull_request_review"]["types"] == ["submitted", "dismissed"]

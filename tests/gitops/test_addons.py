@@ -22,6 +22,7 @@ import yaml
 from tests.gitops.conftest import HUMAN, ROOT, World, git
 from webhook.errors import InputError
 from webhook.gitops.addonviews import ObjectsView
+from webhook.gitops.config import DEFAULT_APPLIER as ARGOCD
 from webhook.gitops.sync import Report
 
 ADDONS = ROOT / "tests" / "data" / "gitops" / "addons"
@@ -327,19 +328,19 @@ def test_offline_the_manifests_status_and_placement_decisions_decide(world: Worl
 
 def test_the_pull_request_says_whether_the_bundled_policies_would_admit_applying_it(hub: World) -> None:
     names = ("addon-install-version.yaml", "addon-placements.yaml", "settings.yaml")
-    check = {"policies": [str(ROOT / "policies" / name) for name in names], "username": "alice"}
+    check = {"policies": [str(ROOT / "policies" / name) for name in names]}
     soak = "installed: cluster\n  canarySoak: 0s\n"
     hub.set_config(lambda text: text.replace("installed: cluster\n", soak) + f"policyCheck: {json.dumps(check)}\n")
     hub.push("check add-on updates against the bundled policies; no soak in the sync loop")
     sync(hub)
     [pull] = [p for p in hub.github.open_pulls() if p["head"]["ref"] == BRANCH]
-    assert "| Policies | would admit applying it today (as alice) |" in pull["body"]
+    assert f"| Policies | would admit applying it today when applied by {ARGOCD} |" in pull["body"]
     hub.merge(BRANCH)
     sync(hub, canary=("v2", "Succeed", "2026-03-01T11:30:00Z"))
     [pull] = [p for p in hub.github.open_pulls() if p["head"]["ref"] == BRANCH]
     assert pull["title"] == "Upgrade add-on helloworld to v2"
     assert (
-        "| Policies | would deny applying it today (as alice): ClusterManagementAddOn helloworld: "
+        f"| Policies | would deny applying it today when applied by {ARGOCD}: ClusterManagementAddOn helloworld: "
         "ValidatingAdmissionPolicy 'upgrade-gate-addon-placements' with binding 'upgrade-gate-addon-placements' "
         "denied request: add-on helloworld waits for the canary placement default/canary-placement to run its target "
         "for 1h: placement default/global-placement may not upgrade to v2: canaries run v2 successfully; the soak of "

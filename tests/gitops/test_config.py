@@ -16,6 +16,8 @@ from webhook.gitops.config import (
     AddOnConfig,
     CatalogConfig,
     ForgeConfig,
+    Identity,
+    PolicyCheckConfig,
     load_config,
     parse_config,
     parse_duration,
@@ -101,3 +103,15 @@ def test_the_example_hub_repository_reads_as_documented() -> None:
     assert [a.name for a in read_addons(ROOT / "examples" / "gitops-hub", config.addons.manifests).addons] == [
         "helloworld"
     ]
+
+
+def test_the_policy_check_applier_defaults_to_argo_cds_application_controller() -> None:
+    config = parse_config({"extensions": "e", "revisions": "r", "catalogs": "c", "policyCheck": {"policies": "p"}})
+    assert config.policy_check == PolicyCheckConfig(
+        ("p",),
+        Identity(
+            "system:serviceaccount:argocd:argocd-application-controller",
+            ("system:serviceaccounts", "system:serviceaccounts:argocd", "system:authenticated"),
+        ),
+        {},
+    )

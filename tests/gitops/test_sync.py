@@ -421,20 +421,49 @@ def _revision(extension: str, version: str, bundle: str) -> str:
     )
 
 
-def test_the_pull_request_says_whether_the_bundled_policies_would_admit_the_approval_today(world: World) -> None:
-    policies = [str(ROOT / "policies" / "revision-approval.yaml"), str(ROOT / "policies" / "settings.yaml")]
-    check = {"policies": policies, "username": "alice", "groups": ["upgrade-approvers"]}
+ARGOCD = "system:serviceaccount:argocd:argocd-application-controller"
+APPROVERS = (
+    "Approvers: members of the groups upgrade-approvers, platform-admins, or of the forge teams example-org/sre."
+)
+
+
+def test_the_pull_request_says_whether_the_bundled_policies_would_admit_the_approval_applied_by_argo_cd(
+    world: World,
+) -> None:
+    settings = (ROOT / "policies" / "settings.yaml").read_text()
+    world.write("gate/settings.yaml", settings.replace('gitopsAppliers: ""', f'gitopsAppliers: "{ARGOCD}"'))
+    policies = [str(ROOT / "policies" / "revision-approval.yaml"), "gate/settings.yaml"]
+    check = {"policies": policies, "teams": {"example-org/sre": "platform-admins", "example-org/web": "web"}}
     world.set_config(lambda text: text + "policyCheck: " + json.dumps(check) + "\n")
-    world.push("check approvals against the bundled policies")
+    world.push("check approvals against the bundled policies, Argo CD trusted")
     world.sync()
     [pull] = world.github.open_pulls()
     assert (
-        "| Policies | would deny approving it today (as alice): ValidatingAdmissionPolicy "
+        f"| Policies | would deny approving it today when applied by {ARGOCD}: ValidatingAdmissionPolicy "
         "'upgrade-gate-revision-approval' with binding 'upgrade-gate-revision-approval' denied request: "
         "cloudnative-pg-1.30.0 became available at 2026-03-01T12:00:00Z; it may be approved after the 24h soak "
-        "period, from 2026-03-02T12:00:00Z |"
+        f"period, from 2026-03-02T12:00:00Z. {APPROVERS} |"
     ) in pull["body"]
     world.now += datetime.timedelta(days=2)
     world.sync()
     [pull] = world.github.open_pulls()
-    assert "| Policies | would admit approving it today (as alice) |" in pull["body"]
+    assert f"| Policies | would admit approving it today when applied by {ARGOCD}. {APPROVERS} |" in pull["body"]
+
+
+def test_the_pull_request_says_the_policies_would_deny_an_approval_applied_by_an_untrusted_applier(
+    world: World,
+) -> None:
+    policies = [str(ROOT / "policies" / "revision-approval.yaml"), str(ROOT / "policies" / "settings.yaml")]
+    flux = "system:serviceaccount:flux-system:kustomize-controller"
+    check = {"policies": policies, "applier": {"username": flux, "groups": ["system:serviceaccounts"]}}
+    world.set_config(lambda text: text + "policyCheck: " + json.dumps(check) + "\n")
+    world.push("check approvals against the bundled policies, no trusted applier")
+    world.now += datetime.timedelta(days=2)
+    world.sync()
+    [pull] = world.github.open_pulls()
+    assert (
+        f"| Policies | would deny approving it today when applied by {flux}: ValidatingAdmissionPolicy "
+        "'upgrade-gate-revision-approval' with binding 'upgrade-gate-revision-approval' denied request: "
+        f'user "{flux}" may not approve cloudnative-pg-1.30.0: approvers are members of [upgrade-approvers, '
+        "platform-admins]. Approvers: members of the groups upgrade-approvers, platform-admins. |"
+    ) in pull["body"]

@@ -12,6 +12,7 @@ from webhook.cli.cel import cel
 from webhook.cli.certs import certs
 from webhook.cli.policy import policy
 from webhook.cli.resolve import resolve
+from webhook.cli.review import review
 from webhook.cli.serve import serve
 from webhook.cli.sync import sync
 
@@ -25,6 +26,7 @@ def main() -> None:
     Serve policies to the kube-apiserver:      upgrade-gate serve --policies policies/
     Resolve upgrades exactly as OLM v1 does:   upgrade-gate resolve -f ext.yaml --catalog DIR
     Propose upgrades as pull requests:        upgrade-gate sync --repo URL --once
+    Check a pull request in CI:               upgrade-gate review --pull 42
     Test admission policies as code:          upgrade-gate policy test policies/tests
     Check policies, and which are portable:   upgrade-gate policy lint policies
     Try a CEL expression:                     upgrade-gate cel eval 'semver("1.2.3").major()'
@@ -37,3 +39,4 @@ main.add_command(cel)
 main.add_command(serve)
 main.add_command(certs)
 main.add_command(sync)
+main.add_command(review)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,13 @@ def _suite_document(result: SuiteResult) -> dict[str, Any]:
 
 def _junit(results: list[SuiteResult]) -> ET.ElementTree[ET.Element]:
     root = ET.Element("testsuites", name="upgrade-gate policy test")
+    junit_suites(root, results)
+    return ET.ElementTree(root)
+
+
+def junit_suites(root: ET.Element, results: Iterable[SuiteResult]) -> None:
+    """Append a JUnit ``testsuite`` per suite result to ``root``: a ``testcase`` per case with a ``failure`` per
+    unmet expectation, or one ``error`` when the suite's policies do not load."""
     for result in results:
         failures = sum(1 for c in result.cases if not c.passed)
         suite = ET.SubElement(
@@ -142,7 +150,6 @@ def _junit(results: list[SuiteResult]) -> ET.ElementTree[ET.Element]:
             )
             for failure in case.failures:
                 ET.SubElement(element, "failure", message=failure)
-    return ET.ElementTree(root)
 
 
 def _lint_table(reports: list[FileReport]) -> str:

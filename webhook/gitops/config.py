@@ -22,10 +22,14 @@ Schema (every path is relative to the repository root unless absolute; unknown k
       url: https://api.github.com            # API base; defaults per type (GitLab: https://gitlab.com/api/v4)
       labels: [upgrade-gate]                 # added to new pull requests
       reviewers: [alice]                     # requested on new pull requests (user names)
-    policyCheck:                             # optional: would the policies admit approving the proposal?
+    policyCheck:                             # optional: the policies pull requests are checked against
       policies: policies                     # str or list of policy files/directories
-      username: reviewer@example.com         # the approver the simulated UPDATE request comes from
-      groups: [system:authenticated]
+      applier:                               # who applies merged changes (Argo CD's or Flux's service
+                                             # account): every request of the check comes from it
+        username: system:serviceaccount:argocd:argocd-application-controller   # default
+        groups: [system:serviceaccounts, system:serviceaccounts:argocd, system:authenticated]  # default
+      teams:                                 # forge team -> Kubernetes group of an approving reviewer
+        example-org/platform-admins: platform-admins   # GitHub ORG/TEAM-SLUG; GitLab the group's full path
     git:
       authorName: upgrade-gate               # the bot's identity; a branch with a commit by anyone else
       authorEmail: upgrade-gate@noreply.invalid   # is left alone
@@ -94,13 +98,32 @@ class ForgeConfig:
     reviewers: tuple[str, ...] = ()
 
 
+DEFAULT_APPLIER = "system:serviceaccount:argocd:argocd-application-controller"
+"""Argo CD's application controller, the user its applies reach the API server as."""
+DEFAULT_APPLIER_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:argocd", "system:authenticated")
+"""The groups the API server gives that service account (``system:serviceaccounts[:<namespace>]``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A Kubernetes user as an AdmissionRequest's ``userInfo`` carries it: ``username`` and ``groups``."""
+
+    username: str
+    groups: tuple[str, ...] = ()
+
+    def user_info(self) -> dict[str, object]:
+        """The ``userInfo`` of a request sent by this user."""
+        return {"username": self.username, "groups": list(self.groups)}
+
+
 @dataclass(frozen=True, slots=True)
 class PolicyCheckConfig:
-    """The policies a proposal's approval is evaluated against, and who the approver is."""
+    """The policies changes are checked against, the GitOps ``applier`` whose requests they become once
+    merged, and ``teams``: forge team (GitHub ``ORG/TEAM-SLUG``, GitLab group path) to Kubernetes group."""
 
     policies: tuple[str, ...]
-    username: str = "upgrade-gate-reviewer"
-    groups: tuple[str, ...] = ("system:authenticated",)
+    applier: Identity = Identity(DEFAULT_APPLIER, DEFAULT_APPLIER_GROUPS)
+    teams: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +161,15 @@ def load_config(root: Path) -> SyncConfig:
     if not path.is_file():
         raise InputError(f"{CONFIG_FILE}: not found at the repository root")
     try:
-        documents = [doc for doc, _ in iter_yaml_documents(read_text(path), CONFIG_FILE)]
+        return read_config(read_text(path))
+    except ManifestError as error:
+        raise InputError(str(error)) from None
+
+
+def read_config(text: str) -> SyncConfig:
+    """Parse the text of an ``upgrade-gate.yaml``; raises ``InputError`` when it is invalid."""
+    try:
+        documents = [doc for doc, _ in iter_yaml_documents(text, CONFIG_FILE)]
     except ManifestError as error:
         raise InputError(str(error)) from None
     if len(documents) != 1 or not isinstance(documents[0], Mapping):
@@ -170,6 +201,11 @@ def parse_config(data: Mapping[str, Any]) -> SyncConfig:
     git = _mapping(data, "git")
     _no_unknown(git, {"authorName", "authorEmail"}, "git.")
     defaults = SyncConfig((), "", ())
+    forge = _forge(_mapping(data, "forge"))
+    policy_check = _policy_check(data.get("policyCheck"))
+    for team in policy_check.teams if policy_check is not None and forge.type == "github" else ():
+        if team.count("/") != 1:
+            raise _error(f"policyCheck.teams.{team}", "a GitHub team is ORG/TEAM-SLUG")
     addons = _addons(data.get("addons"), installed)
     add_ons_only = addons is not None and not any(k in data for k in ("extensions", "revisions", "catalogs"))
     return SyncConfig(
@@ -180,8 +216,8 @@ def parse_config(data: Mapping[str, Any]) -> SyncConfig:
         kube_version=_str(data, "kubeVersion", "") or None,
         base_branch=_str(data, "baseBranch", defaults.base_branch),
         branch_prefix=_str(data, "branchPrefix", defaults.branch_prefix),
-        forge=_forge(_mapping(data, "forge")),
-        policy_check=_policy_check(data.get("policyCheck")),
+        forge=forge,
+        policy_check=policy_check,
         author_name=_str(git, "authorName", defaults.author_name, "git."),
         author_email=_str(git, "authorEmail", defaults.author_email, "git."),
         addons=addons,
@@ -278,12 +314,20 @@ def _policy_check(value: Any) -> PolicyCheckConfig | None:
         return None
     if not isinstance(value, Mapping):
         raise _error("policyCheck", "must be a mapping")
-    _no_unknown(value, {"policies", "username", "groups"}, "policyCheck.")
-    defaults = PolicyCheckConfig(())
+    _no_unknown(value, {"policies", "applier", "teams"}, "policyCheck.")
+    applier = _mapping(value, "applier", "policyCheck.")
+    _no_unknown(applier, {"username", "groups"}, "policyCheck.applier.")
+    default = PolicyCheckConfig(()).applier
+    username = _str(applier, "username", default.username, "policyCheck.applier.")
+    groups = _strings(applier, "groups", prefix="policyCheck.applier.")
+    teams = _mapping(value, "teams", "policyCheck.")
+    for team, group in teams.items():
+        if not isinstance(team, str) or not team or not isinstance(group, str) or not group:
+            raise _error(f"policyCheck.teams.{team}", "must map a forge team to a group name")
     return PolicyCheckConfig(
         policies=_strings(value, "policies", required=True, prefix="policyCheck."),
-        username=_str(value, "username", defaults.username, "policyCheck."),
-        groups=_strings(value, "groups", prefix="policyCheck.") or defaults.groups,
+        applier=Identity(username, groups if "groups" in applier else default.groups),
+        teams=dict(teams),
     )
 
 
@@ -297,12 +341,12 @@ def _no_unknown(data: Mapping[str, Any], known: set[str], prefix: str) -> None:
         raise _error(f"{prefix}{unknown[0]}", f"unknown key (expected one of {', '.join(sorted(known))})")
 
 
-def _mapping(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+def _mapping(data: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
     value = data.get(key)
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise _error(key, "must be a mapping")
+        raise _error(f"{prefix}{key}", "must be a mapping")
     return value
 
 

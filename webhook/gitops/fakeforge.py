@@ -6,11 +6,17 @@ Shipped so that users test their sync configuration without a forge (as httpx sh
         ...  # forge: {type: github, repository: example-org/clusters, url: github.url}
         github.pulls[1]["state"]                    # inspect
         github.close(1)                             # a human closes pull request #1 without merging
+        github.review(1, "alice", "APPROVED")       # alice approves it
+        github.add_team_member("example-org/platform-admins", "alice")
 
 Pull requests have GitHub's documented shape (``number``, ``state``, ``title``, ``body``, ``head.ref``,
-``head.label``, ``base.ref``, ``merged_at``, ``html_url``, ``labels[].name``, ``requested_reviewers[].login``).
-Filters ``state`` (open/closed/all), ``head`` (``owner:branch``) and ``base`` and ``per_page``/``page``
-pagination are honoured; creating a second open pull request for a head answers 422, as GitHub does.
+``head.label``, ``head.sha``, ``base.ref``, ``base.sha``, ``merged_at``, ``html_url``, ``labels[].name``,
+``requested_reviewers[].login``). Filters ``state`` (open/closed/all), ``head`` (``owner:branch``) and ``base``
+and ``per_page``/``page`` pagination are honoured; creating a second open pull request for a head answers 422,
+as GitHub does. Reviews (``GET /pulls/{n}/reviews``, oldest first, paginated) have the documented shape (``id``,
+``user.login``, ``state`` APPROVED/CHANGES_REQUESTED/COMMENTED/DISMISSED/PENDING, ``commit_id``,
+``submitted_at``, ``html_url``, ``author_association``), and team memberships
+(``GET /orgs/{org}/teams/{team_slug}/memberships/{username}``) answer ``{url, role, state}`` or 404.
 ``fail_with`` makes every request answer that HTTP status (an outage). ``requests`` logs
 ``"METHOD path"`` of every call.
 """
@@ -33,6 +39,8 @@ class FakeGitHub:
         self.repository = repository
         self.owner = repository.split("/", 1)[0]
         self.pulls: dict[int, dict[str, Any]] = {}
+        self.reviews: dict[int, list[dict[str, Any]]] = {}
+        self.teams: dict[str, dict[str, dict[str, str]]] = {}
         self.requests: list[str] = []
         self.fail_with: int | None = None
         self._lock = threading.Lock()
@@ -65,12 +73,47 @@ class FakeGitHub:
         """Mark a pull request merged and closed (the Git side is the caller's business)."""
         self.pulls[number].update(state="closed", merged_at="2026-01-01T00:00:00Z")
 
+    def open_pull(self, head: str, base: str, *, head_sha: str = "", base_sha: str = "", title: str = "") -> int:
+        """Open a pull request from ``head`` into ``base`` at the given commits (as a person would); its number."""
+        status, pull = self._create({"title": title or f"Merge {head}", "head": head, "base": base})
+        if status != 201:
+            raise ValueError(f"cannot open a pull request from {head}: {pull['message']}")
+        pull["head"]["sha"], pull["base"]["sha"] = head_sha, base_sha
+        return int(pull["number"])
+
+    def review(self, number: int, login: str, state: str, *, commit_id: str = "") -> None:
+        """``login`` submits a review of pull request ``number`` in ``state`` (APPROVED, CHANGES_REQUESTED,
+        COMMENTED, DISMISSED or PENDING), on ``commit_id`` (default: the pull request's head)."""
+        reviews = self.reviews.setdefault(number, [])
+        review_id = sum(len(r) for r in self.reviews.values())
+        reviews.append(
+            {
+                "id": review_id,
+                "node_id": f"PRR_{review_id}",
+                "user": {"login": login, "id": 1000 + len(login), "type": "User"},
+                "body": "",
+                "state": state,
+                "html_url": f"{self.pulls[number]['html_url']}#pullrequestreview-{review_id}",
+                "pull_request_url": f"{self.url}/repos/{self.repository}/pulls/{number}",
+                "submitted_at": f"2026-01-01T00:00:{review_id % 60:02d}Z",
+                "commit_id": commit_id or self.pulls[number]["head"]["sha"],
+                "author_association": "MEMBER",
+            }
+        )
+
+    def add_team_member(self, team: str, login: str, *, state: str = "active", role: str = "member") -> None:
+        """Make ``login`` a member of ``team`` (``ORG/TEAM-SLUG``); ``state`` ``pending`` is an invitation."""
+        self.teams.setdefault(team, {})[login] = {"role": role, "state": state}
+
     def answer(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
         """The status and JSON GitHub would answer."""
         with self._lock:
             self.requests.append(f"{method} {path}")
             if self.fail_with is not None:
                 return self.fail_with, {"message": "Service Unavailable"}
+            membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
+            if membership is not None and method == "GET":
+                return self._membership(*(urllib.parse.unquote(g) for g in membership.groups()))
             prefix = f"/repos/{self.repository}"
             if not path.startswith(prefix):
                 return 404, {"message": "Not Found"}
@@ -79,13 +122,15 @@ class FakeGitHub:
                 return 200, self._list(query)
             if rest == "/pulls" and method == "POST":
                 return self._create(body)
-            match = re.fullmatch(r"/(pulls|issues)/(\d+)(/labels|/requested_reviewers)?", rest)
+            match = re.fullmatch(r"/(pulls|issues)/(\d+)(/labels|/requested_reviewers|/reviews)?", rest)
             if match is None or int(match.group(2)) not in self.pulls:
                 return 404, {"message": "Not Found"}
             pull = self.pulls[int(match.group(2))]
             if match.group(3) == "/labels" and method == "POST":
                 pull["labels"].extend({"name": n} for n in body["labels"])
                 return 200, pull["labels"]
+            if match.group(1) == "pulls" and match.group(3) == "/reviews" and method == "GET":
+                return 200, _page(self.reviews.get(int(match.group(2)), []), query)
             if match.group(3) == "/requested_reviewers" and method == "POST":
                 pull["requested_reviewers"].extend({"login": n} for n in body["reviewers"])
                 return 201, pull
@@ -105,9 +150,13 @@ class FakeGitHub:
             and ("head" not in query or p["head"]["label"] == query["head"])
             and ("base" not in query or p["base"]["ref"] == query["base"])
         ]
-        per_page = int(query.get("per_page", "30"))
-        page = int(query.get("page", "1"))
-        return found[(page - 1) * per_page : page * per_page]
+        return _page(found, query)
+
+    def _membership(self, org: str, slug: str, login: str) -> tuple[int, Any]:
+        member = self.teams.get(f"{org}/{slug}", {}).get(login)
+        if member is None:
+            return 404, {"message": "Not Found"}
+        return 200, {"url": f"{self.url}/teams/{org}-{slug}/memberships/{login}", **member}
 
     def _create(self, body: Any) -> tuple[int, Any]:
         if not isinstance(body, dict) or not all(isinstance(body.get(k), str) for k in ("title", "head", "base")):
@@ -120,14 +169,21 @@ class FakeGitHub:
             "state": "open",
             "title": body["title"],
             "body": body.get("body") or "",
-            "head": {"ref": body["head"], "label": f"{self.owner}:{body['head']}"},
-            "base": {"ref": body["base"]},
+            "head": {"ref": body["head"], "label": f"{self.owner}:{body['head']}", "sha": ""},
+            "base": {"ref": body["base"], "sha": ""},
             "merged_at": None,
             "html_url": f"https://github.invalid/{self.repository}/pull/{number}",
             "labels": [],
             "requested_reviewers": [],
         }
         return 201, self.pulls[number]
+
+
+def _page(items: list[dict[str, Any]], query: dict[str, str]) -> list[dict[str, Any]]:
+    """One page of ``items`` (``per_page``, default 30, and ``page``, from 1), as GitHub paginates."""
+    per_page = int(query.get("per_page", "30"))
+    page = int(query.get("page", "1"))
+    return items[(page - 1) * per_page : page * per_page]
 
 
 def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:

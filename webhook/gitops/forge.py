@@ -9,11 +9,26 @@ The subset used, per forge (``repository`` is ``owner/name`` or ``group/project`
       PATCH /repos/{owner}/{repo}/pulls/{number}       {title, body} | {state, title}  update, close
       POST  /repos/{owner}/{repo}/issues/{number}/labels              {labels}    add labels
       POST  /repos/{owner}/{repo}/pulls/{number}/requested_reviewers  {reviewers} request reviews
+      GET   /repos/{owner}/{repo}/pulls/{number}          one pull request (head/base ref and sha)
+    (https://docs.github.com/en/rest/pulls/reviews)
+      GET   /repos/{owner}/{repo}/pulls/{number}/reviews?per_page=100&page=N   reviews, oldest first
+    (https://docs.github.com/en/rest/teams/members)
+      GET   /orgs/{org}/teams/{team_slug}/memberships/{username}   200 {state: active|pending, role}; 404
     GitLab (https://docs.gitlab.com/api/merge_requests/, PRIVATE-TOKEN header)
       GET   /projects/{id}/merge_requests?state=opened|closed&target_branch=B[&source_branch=H]
       POST  /projects/{id}/merge_requests   {source_branch, target_branch, title, description, labels,
                                              reviewer_ids}  (user ids from GET /users?username=U)
       PUT   /projects/{id}/merge_requests/{iid}   {title, description} | {state_event: close, title}
+      GET   /projects/{id}/merge_requests/{iid}   one merge request (sha, diff_refs.base_sha)
+    (https://docs.gitlab.com/api/merge_request_approvals/)
+      GET   /projects/{id}/merge_requests/{iid}/approvals   {approved_by: [{user: {username}}]}
+    (https://docs.gitlab.com/api/members/)
+      GET   /groups/{id}/members/all/{user_id}   200 a member (direct or inherited); 404 not a member
+
+Approving reviewers: on GitHub, each user's latest review that is not ``COMMENTED`` (nor a ``PENDING``
+draft) decides: ``APPROVED`` counts, ``CHANGES_REQUESTED`` or ``DISMISSED`` cancels an earlier approval; on
+GitLab, the users the merge request's approvals list. A team is ``ORG/TEAM-SLUG`` on GitHub (an active
+membership counts, a pending invitation does not) and a group's full path on GitLab.
 
 A pull request is found by its head branch (one per branch, as Renovate does); "closed" means closed without
 being merged. When the sync loop withdraws its own pull request it closes it with ``AUTOCLOSED`` appended to
@@ -39,6 +54,7 @@ from webhook.gitops.config import ForgeConfig
 PAGE_SIZE = 100
 AUTOCLOSED = " - autoclosed"
 """Appended to the title of a pull request the sync loop closes itself (Renovate's marker)."""
+_RAISE = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +67,8 @@ class PullRequest:
     title: str
     body: str
     url: str
+    head_sha: str = ""
+    base_sha: str = ""
 
 
 class Forge(Protocol):
@@ -75,6 +93,15 @@ class Forge(Protocol):
     def close_pull_request(self, pull: PullRequest) -> None:
         """Close a pull request without merging it, ``AUTOCLOSED`` appended to its title."""
 
+    def pull_request(self, number: int) -> PullRequest:
+        """Pull request ``number`` with its head and base commits."""
+
+    def approving_reviewers(self, number: int) -> list[str]:
+        """The logins whose review approves pull request ``number`` now, sorted."""
+
+    def is_team_member(self, team: str, login: str) -> bool:
+        """Whether ``login`` is a member of ``team`` (GitHub ``ORG/TEAM-SLUG``, GitLab group path)."""
+
 
 def make_forge(config: ForgeConfig, token: str, *, timeout_s: float = 30.0) -> Forge | None:
     """The forge ``config`` names, or ``None`` for ``type: none`` (branches are pushed, no pull request)."""
@@ -95,8 +122,17 @@ class _Http:
         self._headers = {"Accept": "application/json", "User-Agent": "upgrade-gate", **headers}
         self._timeout_s = timeout_s
 
-    def call(self, method: str, path: str, query: Mapping[str, str] | None = None, body: Any = None) -> Any:
-        """``METHOD path?query`` with a JSON body; the decoded JSON answer. Raises ``GitError``."""
+    def call(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        *,
+        absent: Any = _RAISE,
+    ) -> Any:
+        """``METHOD path?query`` with a JSON body; the decoded JSON answer, or ``absent`` when given and the
+        answer is HTTP 404. Raises ``GitError``."""
         url = f"{self._url}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -107,6 +143,9 @@ class _Http:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
                 text = response.read().decode("utf-8")
         except urllib.error.HTTPError as error:
+            if error.code == 404 and absent is not _RAISE:
+                error.close()
+                return absent
             detail = error.read().decode("utf-8", "replace")[:200]
             error.close()
             raise GitError(f"{self.name}: {method} {path}: HTTP {error.code} {detail}".rstrip()) from None
@@ -186,6 +225,30 @@ class GitHub(_Http):
         body = {"state": "closed", "title": pull.title + AUTOCLOSED}
         self.call("PATCH", f"/repos/{self._repo}/pulls/{pull.number}", body=body)
 
+    def pull_request(self, number: int) -> PullRequest:
+        """``GET /pulls/{number}``."""
+        return self._pull(self.call("GET", f"/repos/{self._repo}/pulls/{number}"))
+
+    def approving_reviewers(self, number: int) -> list[str]:
+        """``GET /pulls/{number}/reviews`` (every page): each user's latest review other than ``COMMENTED``
+        and ``PENDING`` decides, and only ``APPROVED`` approves."""
+        latest: dict[str, str] = {}
+        for review in self.pages(f"/repos/{self._repo}/pulls/{number}/reviews", {}):
+            try:
+                login, state = str(review["user"]["login"]), str(review["state"])
+            except (KeyError, TypeError):
+                raise GitError(f"{self.name}: unexpected review JSON") from None
+            if state not in ("COMMENTED", "PENDING"):
+                latest[login] = state
+        return sorted(login for login, state in latest.items() if state == "APPROVED")
+
+    def is_team_member(self, team: str, login: str) -> bool:
+        """``GET /orgs/{org}/teams/{team_slug}/memberships/{username}``: an ``active`` membership."""
+        org, _, slug = team.partition("/")
+        path = f"/orgs/{_quote(org)}/teams/{_quote(slug)}/memberships/{_quote(login)}"
+        membership = self.call("GET", path, absent=None)
+        return isinstance(membership, Mapping) and membership.get("state") == "active"
+
     def _pull(self, data: Any) -> PullRequest:
         try:
             return PullRequest(
@@ -195,6 +258,8 @@ class GitHub(_Http):
                 title=str(data["title"]),
                 body=str(data.get("body") or ""),
                 url=str(data.get("html_url") or ""),
+                head_sha=str(data["head"].get("sha") or ""),
+                base_sha=str(data["base"].get("sha") or ""),
             )
         except (KeyError, TypeError, ValueError):
             raise GitError(f"{self.name}: unexpected pull request JSON") from None
@@ -207,7 +272,7 @@ class GitLab(_Http):
 
     def __init__(self, url: str, repository: str, token: str, timeout_s: float = 30.0) -> None:
         super().__init__(url, {"PRIVATE-TOKEN": token} if token else {}, timeout_s)
-        self._project = f"/projects/{urllib.parse.quote(repository, safe='')}/merge_requests"
+        self._project = f"/projects/{_quote(repository)}/merge_requests"
 
     def open_pull_requests(self, base: str) -> dict[str, PullRequest]:
         """Opened merge requests into ``base``, by source branch."""
@@ -245,6 +310,27 @@ class GitLab(_Http):
         body = {"state_event": "close", "title": pull.title + AUTOCLOSED}
         self.call("PUT", f"{self._project}/{pull.number}", body=body)
 
+    def pull_request(self, number: int) -> PullRequest:
+        """``GET /merge_requests/{iid}``."""
+        return self._pull(self.call("GET", f"{self._project}/{number}"))
+
+    def approving_reviewers(self, number: int) -> list[str]:
+        """``GET /merge_requests/{iid}/approvals``: ``approved_by[].user.username``."""
+        answer = self.call("GET", f"{self._project}/{number}/approvals")
+        try:
+            return sorted(str(item["user"]["username"]) for item in answer.get("approved_by") or [])
+        except (AttributeError, KeyError, TypeError):
+            raise GitError(f"{self.name}: unexpected approvals JSON") from None
+
+    def is_team_member(self, team: str, login: str) -> bool:
+        """``GET /groups/{path}/members/all/{user_id}`` (the user id from ``GET /users?username=``); a user
+        GitLab does not know is no member."""
+        users = self.call("GET", "/users", {"username": login})
+        if not isinstance(users, list) or not users:
+            return False
+        member = self.call("GET", f"/groups/{_quote(team)}/members/all/{users[0]['id']}", absent=None)
+        return isinstance(member, Mapping)
+
     def _pull(self, data: Any) -> PullRequest:
         try:
             return PullRequest(
@@ -254,9 +340,16 @@ class GitLab(_Http):
                 title=str(data["title"]),
                 body=str(data.get("description") or ""),
                 url=str(data.get("web_url") or ""),
+                head_sha=str(data.get("sha") or ""),
+                base_sha=str((data.get("diff_refs") or {}).get("base_sha") or ""),
             )
         except (KeyError, TypeError, ValueError):
             raise GitError(f"{self.name}: unexpected merge request JSON") from None
+
+
+def _quote(segment: str) -> str:
+    """A path segment (a GitLab group path becomes one segment, as its API wants)."""
+    return urllib.parse.quote(segment, safe="")
 
 
 def _head(data: Any) -> str:

@@ -10,9 +10,12 @@ placement's ``addonTemplate.installVersion`` moves, and each ManagedClusterAddOn
 whose ``spec.installVersion`` moves; ``cluster.get()``/``cluster.list()`` see the param objects, the
 ClusterManagementAddOn, the canary PlacementDecisions and the canary ManagedClusterAddOns the plan read.
 
-Every request comes from ``policyCheck.username`` and ``groups`` and runs through the policy engine as the
-webhook would (mutation, then validation of the patched object; ``webhook.policy.suites.admit``), with
-``clock.now()`` at the cycle's time.
+Every request comes from the GitOps applier (``policyCheck.applier``: the Argo CD or Flux service account that
+applies the change once merged, so the verdict is what the cluster will answer) and runs through the policy
+engine as the webhook would (mutation, then validation of the patched object; ``webhook.policy.suites.admit``),
+with ``clock.now()`` at the cycle's time. The sentence also names who may approve: the approver groups of the
+policies' settings (``approverGroups`` of their param ConfigMap) and the forge teams ``policyCheck.teams`` maps
+to them.
 """
 
 from __future__ import annotations
@@ -25,17 +28,11 @@ from typing import Any
 import yaml
 
 from webhook.gitops.config import PolicyCheckConfig
-from webhook.gitops.proposals import AddOnFacts, Change, UpgradeFacts
-from webhook.objects import InMemoryObjectStore
-from webhook.policy.engine import PolicyEngine
+from webhook.gitops.proposals import AddOnFacts, AddOnUpdate, Change, UpgradeFacts
+from webhook.gitops.requests import Evaluator, admission_request
 from webhook.policy.loader import load_policy_set
-from webhook.policy.suites import admit
+from webhook.policy.model import PolicySet
 from webhook.resolve.extension import API_VERSION
-
-RESOURCE = {"group": "olm.operatorframework.io", "version": "v1", "resource": "clusterextensionrevisions"}
-KIND = {"group": "olm.operatorframework.io", "version": "v1", "kind": "ClusterExtensionRevision"}
-ADDON_GROUP, ADDON_VERSION = "addon.open-cluster-management.io", "v1alpha1"
-ADDON_RESOURCES = {"ClusterManagementAddOn": "clustermanagementaddons", "ManagedClusterAddOn": "managedclusteraddons"}
 
 
 class ApprovalCheck:
@@ -48,11 +45,14 @@ class ApprovalCheck:
         self.config = config
         self.now = now
         self.policies = load_policy_set([root / p for p in config.policies])
+        self.applied_by = f"when applied by {config.applier.username}"
+        self.approvers = who_may_approve(self.policies, config.teams)
 
     def verdict(self, change: Change) -> str | None:
-        """``would admit approving it today`` or ``would deny approving it today: <message>`` (for an add-on,
-        ``applying it``, with the object each denial is about); ``None`` for a change that proposes neither a
-        revision nor an add-on version (removals, catalog images)."""
+        """``would admit approving it today when applied by <applier>`` or ``would deny approving it today
+        when applied by <applier>: <message>``, then who may approve (for an add-on, ``applying it``, with
+        the object each denial is about); ``None`` for a change that proposes neither a revision nor an
+        add-on version (removals, catalog images)."""
         if change.addon is not None:
             return self._addon_verdict(change.addon)
         facts, files = change.facts, [f for f in change.files if f.content is not None]
@@ -60,70 +60,54 @@ class ApprovalCheck:
             return None
         proposed = yaml.safe_load(files[-1].content or "")
         approved = {**proposed, "spec": {**proposed["spec"], "approved": True}}
-        kinds = (KIND, RESOURCE)
-        objects = [_extension(change.subject, facts)]
-        name = change.revision.name
-        decision = self._admit(objects, kinds, name=name, namespace="", old=proposed, new=approved)
-        if decision is None:
-            return f"would admit approving it today (as {self.config.username})"
-        return f"would deny approving it today (as {self.config.username}): {decision}"
+        denial = self._denial([_extension(change.subject, facts)], proposed, approved)
+        verdict = f"would admit approving it today {self.applied_by}"
+        if denial is not None:
+            verdict = f"would deny approving it today {self.applied_by}: {denial}"
+        return f"{verdict}. {self.approvers}" if self.approvers else verdict
 
     def _addon_verdict(self, facts: AddOnFacts) -> str:
         denials = []
         for update in facts.updates:
-            kinds = (
-                {"group": ADDON_GROUP, "version": ADDON_VERSION, "kind": update.kind},
-                {"group": ADDON_GROUP, "version": ADDON_VERSION, "resource": ADDON_RESOURCES[update.kind]},
-            )
-            denial = self._admit(
-                facts.objects, kinds, name=update.name, namespace=update.namespace, old=update.old, new=update.new
-            )
+            denial = self._denial(facts.objects, update.old, update.new)
             if denial is not None:
-                where = f"{update.namespace}/{update.name}" if update.namespace else update.name
-                denials.append(f"{update.kind} {where}: {denial}")
+                denials.append(f"{_where(update)}: {denial}")
         if not denials:
-            return f"would admit applying it today (as {self.config.username})"
-        return f"would deny applying it today (as {self.config.username}): {'; '.join(denials)}"
+            return f"would admit applying it today {self.applied_by}"
+        return f"would deny applying it today {self.applied_by}: {'; '.join(denials)}"
 
-    def _admit(
-        self,
-        objects: Iterable[Mapping[str, Any]],
-        kinds: tuple[Mapping[str, str], Mapping[str, str]],
-        *,
-        name: str,
-        namespace: str,
-        old: Mapping[str, Any],
-        new: Mapping[str, Any],
+    def _denial(
+        self, objects: Iterable[Mapping[str, Any]], old: Mapping[str, Any], new: Mapping[str, Any]
     ) -> str | None:
-        """Run the UPDATE of ``name`` (in ``namespace``, empty when cluster-scoped) from ``old`` to ``new`` with
-        ``objects`` in the store; ``None`` when admitted, else the denial message."""
-        store = InMemoryObjectStore([*self.policies.params, *(o for o in objects if _storable(o))])
-        engine = PolicyEngine(self.policies, store)
-        kind, resource = kinds
-        request = {
-            "uid": f"upgrade-gate-sync-{namespace}-{name}" if namespace else f"upgrade-gate-sync-{name}",
-            "kind": kind,
-            "resource": resource,
-            "requestKind": kind,
-            "requestResource": resource,
-            "name": name,
-            **({"namespace": namespace} if namespace else {}),
-            "operation": "UPDATE",
-            "userInfo": {"username": self.config.username, "groups": list(self.config.groups)},
-            "object": new,
-            "oldObject": old,
-            "dryRun": True,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"},
-        }
-        namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-        decision = admit(engine, request, namespace_object if namespace else None, self.now).validated
+        """Run the UPDATE from ``old`` to ``new`` by the applier with ``objects`` in the store; ``None`` when
+        admitted, else the denial message."""
+        metadata = new.get("metadata") or {}
+        where = "-".join(str(metadata.get(k)) for k in ("namespace", "name") if metadata.get(k))
+        request = admission_request(
+            "UPDATE", new=new, old=old, user=self.config.applier, uid=f"upgrade-gate-sync-{where}"
+        )
+        decision = Evaluator(self.policies, objects, self.now).admit(request).validated
         return None if decision.allowed else decision.message
 
 
-def _storable(item: Mapping[str, Any]) -> bool:
-    """Objects the store can key: an apiVersion, a kind and a name (a manifest in Git may lack one)."""
-    metadata = item.get("metadata") or {}
-    return all(isinstance(v, str) for v in (item.get("apiVersion"), item.get("kind"), metadata.get("name")))
+def who_may_approve(policies: PolicySet, teams: Mapping[str, str]) -> str:
+    """``Approvers: members of the groups a, b, or of the teams org/t.`` from the ``approverGroups`` of the
+    policies' param ConfigMaps and the forge teams mapped to those groups; empty when no param names any."""
+    groups: list[str] = []
+    for param in policies.params:
+        data = param.get("data") if param.get("kind") == "ConfigMap" else None
+        value = data.get("approverGroups") if isinstance(data, Mapping) else None
+        if isinstance(value, str):
+            groups += [g.strip() for g in value.split(",") if g.strip() and g.strip() not in groups]
+    if not groups:
+        return ""
+    mapped = sorted(team for team, group in teams.items() if group in groups)
+    via = f", or of the forge teams {', '.join(mapped)}" if mapped else ""
+    return f"Approvers: members of the groups {', '.join(groups)}{via}."
+
+
+def _where(update: AddOnUpdate) -> str:
+    return f"{update.kind} {update.namespace}/{update.name}" if update.namespace else f"{update.kind} {update.name}"
 
 
 def _extension(name: str, facts: UpgradeFacts) -> dict[str, object]:

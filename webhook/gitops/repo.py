@@ -252,13 +252,35 @@ class Repo:
             meta, path = line.split("\t", 1)
             _, _, _, blob, status = meta.split(" ")
             entries[current].append((path, None if status == "D" else blob))
-        blobs = self._blobs([b for items in entries.values() for _, b in items if b])
+        blobs = self.blobs([b for items in entries.values() for _, b in items if b])
         return {
             commit: tuple(sorted((FileChange(p, blobs[b] if b else None) for p, b in items), key=lambda f: f.path))
             for commit, items in entries.items()
         }
 
-    def _blobs(self, shas: Sequence[str]) -> dict[str, str]:
+    def merge_base(self, base: str, head: str) -> str:
+        """The best common ancestor of two commits (``git merge-base``). Raises ``GitError``."""
+        return self.run("merge-base", base, head).strip()
+
+    def tree(self, commit: str) -> dict[str, str]:
+        """Every file of ``commit``'s tree: ``{repository-relative path: blob}`` (``git ls-tree -r``; links and
+        submodules left out)."""
+        found = {}
+        for entry in self.run("ls-tree", "-r", "-z", "--full-tree", commit).split("\0"):
+            if entry:
+                meta, path = entry.split("\t", 1)
+                mode, kind, blob = meta.split(" ")
+                if kind == "blob" and mode != "120000":
+                    found[path] = blob
+        return found
+
+    def changed_files(self, base: str, head: str) -> list[str]:
+        """The paths that differ between two commits (both sides of a rename), sorted."""
+        output = self.run("diff", "--name-only", "--no-renames", "-z", base, head)
+        return sorted(path for path in output.split("\0") if path)
+
+    def blobs(self, shas: Sequence[str]) -> dict[str, str]:
+        """The UTF-8 text of each blob (``git cat-file --batch``; undecodable bytes replaced)."""
         if not shas:
             return {}
         data = self.run_bytes("cat-file", "--batch", stdin="".join(f"{s}\n" for s in shas).encode())

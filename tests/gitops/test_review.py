@@ -1,0 +1,434 @@
+"""``upgrade-gate review`` on real git repositories with the fake GitHub: the admission requests a pull request
+makes once Argo CD applies it, evaluated with the bundled policies as the applier and the approving reviewers;
+policy changes; bad input with one line and the documented exit code; JUnit output against a real schema."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+import xmlschema
+from click.testing import CliRunner
+
+from tests.gitops.conftest import NOW, ROOT, World, git
+from webhook.cli import main
+from webhook.gitops.config import DEFAULT_APPLIER as ARGOCD
+
+BRANCH = "upgrade-gate/cloudnative-pg"
+REVISION = "clusters/prod/revisions/cloudnative-pg-1.30.0.yaml"
+EXTENSION = "clusters/prod/extensions/cloudnative-pg.yaml"
+TEAM = "example-org/platform-admins"
+LATER = (NOW + datetime.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+DENIED = "ValidatingAdmissionPolicy 'upgrade-gate-revision-approval' with binding 'upgrade-gate-revision-approval' "
+JUNIT_XSD = ROOT / "tests" / "data" / "junit" / "junit-10.xsd"
+BROKEN_POLICY = "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n"  # no name, no spec
+
+
+def gate(world: World, *, trusted: bool = True, tests: bool = False) -> None:
+    """The bundled policies in the repository (Argo CD a trusted applier or not), checked by ``review``."""
+    target = world.human / "policies"
+    target.mkdir(exist_ok=True)
+    for policy in (ROOT / "policies").glob("*.yaml"):
+        shutil.copy(policy, target / policy.name)
+    if tests:
+        shutil.copytree(ROOT / "policies" / "tests", target / "tests", dirs_exist_ok=True)
+    settings = target / "settings.yaml"
+    appliers = f'gitopsAppliers: "{ARGOCD}"' if trusted else 'gitopsAppliers: ""'
+    settings.write_text(settings.read_text().replace('gitopsAppliers: ""', appliers))
+    check = {"policies": "policies", "teams": {TEAM: "platform-admins"}}
+    world.set_config(lambda text: text + "policyCheck: " + json.dumps(check) + "\n")
+    world.push("the policies and their check")
+
+
+def head(world: World, message: str) -> int:
+    """Commit the human's work on the proposal branch, push it and point pull request 1 at it."""
+    git(world.human, "add", "--all")
+    git(world.human, "commit", "--quiet", "-m", message)
+    git(world.human, "push", "--quiet", "origin", f"HEAD:{BRANCH}")
+    pull = world.github.pulls[1]
+    pull["head"]["sha"] = git(world.human, "rev-parse", "HEAD").strip()
+    pull["base"]["sha"] = git(world.human, "rev-parse", "origin/main").strip()
+    return 1
+
+
+def approve(world: World, annotation: str | None = None) -> int:
+    """The sync loop proposes cloudnative-pg 1.30.0 (pull request 1); a person approves it on the branch."""
+    world.sync()
+    git(world.human, "fetch", "--quiet", "origin")
+    git(world.human, "checkout", "--quiet", "-B", BRANCH, f"origin/{BRANCH}")
+    text = (world.human / REVISION).read_text().replace("approved: false", "approved: true")
+    if annotation is not None:
+        text = text.replace(
+            "metadata:\n", f"metadata:\n  annotations:\n    upgrade-gate.io/reviewed-by: {annotation}\n"
+        )
+    world.write(REVISION, text)
+    return head(world, "approve cloudnative-pg 1.30.0")
+
+
+def reviewed(world: World, *logins: str, annotation: str | None = None, trusted: bool = True) -> int:
+    """The policies in the repository, the proposal approved on its branch and reviewed by ``logins`` (APPROVED),
+    alice a member of the approver team; the pull request's number."""
+    gate(world, trusted=trusted)
+    number = approve(world, annotation)
+    for login in logins:
+        world.github.review(number, login, "APPROVED")
+    world.github.add_team_member(TEAM, "alice")
+    return number
+
+
+def review(world: World, *args: str) -> tuple[int, str, str]:
+    argv = ["review", "--repo", str(world.human), "--now", LATER, *args]
+    result = CliRunner().invoke(main, argv, env={"UPGRADE_GATE_FORGE_TOKEN": "t0ken"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def results(world: World, *args: str) -> tuple[int, list[dict[str, Any]]]:
+    code, out, err = review(world, *args, "-o", "json")
+    assert out, err
+    return code, [
+        {k: r[k] for k in ("file", "operation", "as", "verdict", "message")} for r in json.loads(out)["results"]
+    ]
+
+
+def test_an_approval_by_a_member_of_an_approver_team_passes(world: World) -> None:
+    number = reviewed(world, "alice")
+    code, rows = results(world, "--pull", str(number))
+    assert code == 0
+    note = (
+        f"spec.approvedBy will record {ARGOCD}; the annotation upgrade-gate.io/reviewed-by: <login> records "
+        "the reviewer"
+    )
+    assert rows == [
+        {"file": REVISION, "operation": "CREATE", "as": ARGOCD, "verdict": "admitted", "message": note},
+        {
+            "file": REVISION,
+            "operation": "CREATE (approval)",
+            "as": "alice (platform-admins, system:authenticated)",
+            "verdict": "admitted",
+            "message": "",
+        },
+    ]
+
+
+def test_an_approval_by_anyone_else_fails_with_the_policys_message(world: World) -> None:
+    number = reviewed(world, "bob")
+    code, rows = results(world, "--pull", str(number))
+    assert code == 1
+    assert rows[1] == {
+        "file": REVISION,
+        "operation": "CREATE (approval)",
+        "as": "bob (system:authenticated)",
+        "verdict": "denied",
+        "message": f'{DENIED}denied request: user "bob" may not approve cloudnative-pg-1.30.0: approvers are members '
+        f"of [upgrade-approvers, platform-admins], or the GitOps appliers [{ARGOCD}] applying an approval reviewed "
+        "in Git; bob is in none of the teams policyCheck.teams maps",
+    }
+
+
+def test_a_reviewer_who_cannot_approve_is_not_counted_beside_one_who_can(world: World) -> None:
+    number = reviewed(world, "alice", "bob")
+    code, rows = results(world, "--pull", str(number))
+    assert code == 0
+    assert [r["verdict"] for r in rows] == ["admitted", "admitted", "not counted"]
+
+
+def test_a_pull_request_without_an_approving_review_is_denied(world: World) -> None:
+    number = reviewed(world)
+    world.github.review(number, "alice", "COMMENTED")
+    code, rows = results(world, "--pull", str(number))
+    assert code == 1
+    assert rows[1]["verdict"] == "denied"
+    assert (
+        rows[1]["message"]
+        == "approving cloudnative-pg-1.30.0 needs an approving review in the pull request, and it has none"
+    )
+
+
+def test_a_reviewed_by_annotation_naming_a_non_approver_fails(world: World) -> None:
+    number = reviewed(world, "alice", annotation="carol")
+    code, rows = results(world, "--pull", str(number))
+    assert code == 1
+    assert rows[-1] == {
+        "file": REVISION,
+        "operation": "CREATE (approval)",
+        "as": "carol",
+        "verdict": "denied",
+        "message": "the annotation upgrade-gate.io/reviewed-by names carol, who has not approved this change "
+        "(approving: alice)",
+    }
+
+
+def test_a_reviewed_by_annotation_naming_the_approving_member_passes(world: World) -> None:
+    number = reviewed(world, "alice", annotation="alice")
+    code, rows = results(world, "--pull", str(number))
+    assert code == 0
+    assert rows[0]["message"] == ""  # the annotation records the reviewer: no note
+
+
+def test_an_untrusted_applier_is_denied_whoever_reviewed(world: World) -> None:
+    number = reviewed(world, "alice", trusted=False)
+    code, rows = results(world, "--pull", str(number))
+    assert code == 1
+    assert rows[0]["verdict"] == "denied"
+    assert rows[0]["message"] == (
+        f'{DENIED}denied request: user "{ARGOCD}" may not approve cloudnative-pg-1.30.0: approvers are members of '
+        "[upgrade-approvers, platform-admins]"
+    )
+
+
+def test_refs_with_as_name_the_reviewer(world: World) -> None:
+    gate(world)
+    approve(world)
+    args = ("--base", "origin/main", "--head", "HEAD")
+    assert results(world, *args, "--as", "alice", "--as-group", "upgrade-approvers")[0] == 0
+    code, rows = results(world, *args)
+    assert code == 1
+    assert rows[1]["message"] == (
+        "approving cloudnative-pg-1.30.0 needs an approving reviewer: review a pull request (--pull) or name one (--as)"
+    )
+
+
+def test_the_sync_loops_in_place_replacement_of_a_proposal_is_an_admitted_update(world: World) -> None:
+    gate(world)
+    world.copy_catalog({"cloudnative-pg": "1.29.2"})
+    text = (world.human / EXTENSION).read_text()
+    selfcertified = "channels: [stable-v1]\n      upgradeConstraintPolicy: SelfCertified"
+    world.write(
+        EXTENSION,
+        text.replace("cloudnative-pg.v1.29.2", "cloudnative-pg.v1.29.1")
+        .replace("version: 1.29.2", "version: 1.29.1")
+        .replace("channels: [stable-v1]", selfcertified),
+    )
+    world.push("cloudnative-pg 1.29.1 installed, the catalog up to 1.29.2")
+    world.sync()
+    world.merge(BRANCH)
+    world.copy_catalog()
+    world.push("the catalog now has 1.30.0")
+    world.now += datetime.timedelta(days=2)
+    world.sync()
+    git(world.human, "fetch", "--quiet", "origin")
+    code, rows = results(world, "--base", "origin/main", "--head", f"origin/{BRANCH}")
+    assert code == 0
+    assert rows == [
+        {
+            "file": "clusters/prod/revisions/cloudnative-pg-1.29.2.yaml",
+            "operation": "UPDATE",
+            "as": ARGOCD,
+            "verdict": "admitted",
+            "message": "",
+        }
+    ]
+
+
+def test_a_deleted_revision_is_pruned_and_a_renamed_file_is_no_change(world: World) -> None:
+    gate(world)
+    world.sync()
+    world.merge(BRANCH)
+    world.write("clusters/prod/extensions/all.yaml", (world.human / EXTENSION).read_text())
+    (world.human / EXTENSION).unlink()
+    (world.human / REVISION).unlink()
+    git(world.human, "checkout", "--quiet", "-b", "cleanup")
+    git(world.human, "add", "--all")
+    git(world.human, "commit", "--quiet", "-m", "remove the revision, move the extension")
+    code, out, err = review(world, "--base", "origin/main", "--head", "HEAD")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[1].split()[:6] == [
+        "clusters/prod/extensions/all.yaml",
+        "ClusterExtension",
+        "cloudnative-pg",
+        "-",
+        "-",
+        "moved",
+    ]
+    assert lines[1].endswith(f"moved from {EXTENSION}; the object is unchanged, so applying it makes no request")
+    assert lines[2].split()[:6] == [
+        REVISION,
+        "ClusterExtensionRevision",
+        "cloudnative-pg-1.30.0",
+        "DELETE",
+        ARGOCD,
+        "admitted",
+    ]
+    assert lines[-1].startswith("1 admitted, 1 moved (merge base ")
+
+
+def test_invalid_yaml_is_its_own_row_and_the_rest_is_still_reviewed(world: World) -> None:
+    number = reviewed(world, "alice")
+    world.write("clusters/prod/extensions/broken.yaml", "apiVersion: v1\nkind: [\n")
+    world.write("clusters/prod/extensions/notes.yaml", "just: notes\n")
+    head(world, "a broken manifest")
+    code, out, err = review(world, "--pull", str(number))
+    assert code == 1
+    assert err == "upgrade-gate: 2 of 4 review results fail\n"
+    lines = out.splitlines()
+    assert lines[1].split()[:3] == ["clusters/prod/extensions/broken.yaml:3", "-", "-"]
+    assert "invalid YAML" in lines[1]
+    assert lines[2].split()[0] == "clusters/prod/extensions/notes.yaml:1"
+    assert lines[2].split()[-8:] == [
+        "invalid",
+        "not",
+        "a",
+        "Kubernetes",
+        "object",
+        "(apiVersion,",
+        "kind,",
+        "metadata.name)",
+    ]
+    assert [line.split()[3:6] for line in lines[3:5]] == [
+        ["CREATE", ARGOCD, "admitted"],
+        ["CREATE", "(approval)", "alice"],
+    ]
+
+
+def test_a_policy_change_shows_the_manifests_it_would_deny_and_runs_the_suites(world: World) -> None:
+    # The base has no guards policy; the change adds it, and the existing ClusterExtensions break its rules.
+    gate(world, tests=True)
+    guards = world.human / "policies" / "clusterextension-guards.yaml"
+    text = guards.read_text()
+    guards.unlink()
+    world.push("no guards")
+    git(world.human, "checkout", "--quiet", "-b", "guards")
+    guards.write_text(text)
+    git(world.human, "add", "--all")
+    git(world.human, "commit", "--quiet", "-m", "the guards policy")
+    code, rows = results(world, "--base", "origin/main", "--head", "HEAD")
+    denied = [r for r in rows if r["verdict"] == "denied"]
+    assert code == 1
+    assert [r["file"] for r in denied] == [EXTENSION, "clusters/prod/extensions/crunchy-postgres-operator.yaml"]
+    assert all(
+        r["message"].startswith("admitted → denied: ValidatingAdmissionPolicy 'upgrade-gate-clusterextension-guards'")
+        for r in denied
+    )
+    _, out, _ = review(world, "--base", "origin/main", "--head", "HEAD", "-o", "json")
+    assert json.loads(out)["policyTests"]["cases"] > 50
+
+
+def test_junit_output_validates_against_the_junit_schema(world: World, tmp_path: Path) -> None:
+    gate(world)
+    number = approve(world)
+    world.github.review(number, "bob", "APPROVED")
+    report = tmp_path / "review.xml"
+    code, out, _ = review(world, "--pull", str(number), "-o", "junit", "--output-file", str(report))
+    assert code == 1
+    assert out.splitlines()[0].split() == ["FILE", "OBJECT", "OPERATION", "AS", "VERDICT", "MESSAGE"]
+    xmlschema.XMLSchema(JUNIT_XSD).validate(report)
+    [suite] = ET.parse(report).getroot()
+    assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    [failing] = [case for case in suite if case.find("failure") is not None]
+    assert failing.get("name") == (
+        "CREATE (approval) ClusterExtensionRevision cloudnative-pg-1.30.0 as bob (system:authenticated)"
+    )
+    message = failing.find("failure").get("message", "")  # type: ignore[union-attr]
+    assert message.startswith(f'{DENIED}denied request: user "bob" may not approve')
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        pytest.param(("--base", "nope", "--head", "HEAD"), "unknown ref 'nope'", id="an unknown ref"),
+        pytest.param(
+            ("--repo", "/", "--base", "a", "--head", "b"), "--repo /: not a git repository", id="no repository"
+        ),
+        pytest.param(
+            ("--base", "origin/main"), "give --base REF and --head REF, or --pull N", id="a base without head"
+        ),
+        pytest.param(
+            ("--pull", "1", "--as", "alice"),
+            "--as names the reviewer of --base/--head; with --pull the forge names the reviewers",
+            id="--as with a pull request",
+        ),
+        pytest.param(
+            ("--pull", "7"), "github: GET /repos/example-org/clusters/pulls/7: HTTP 404", id="an unknown pull request"
+        ),
+        pytest.param(
+            ("--base", "origin/main", "--head", "HEAD", "--now", "soon"),
+            "--now 'soon': expected an RFC 3339 time such as 2026-06-01T12:00:00Z",
+            id="a bad time",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(world: World, args: tuple[str, ...], error: str) -> None:
+    gate(world)
+    code, out, err = review(world, *args)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"upgrade-gate: {error}")
+    assert err.count("\n") == 1
+
+
+def test_an_unreachable_forge_is_one_line_and_exit_2(world: World) -> None:
+    gate(world)
+    number = approve(world)
+    world.github.fail_with = 503
+    assert review(world, "--pull", str(number))[::2] == (
+        2,
+        'upgrade-gate: github: GET /repos/example-org/clusters/pulls/1: HTTP 503 {"message": "Service Unavailable"}\n',
+    )
+    url = world.github.url
+    world.github.__exit__(None, None, None)
+    code, _, err = review(world, "--pull", str(number))
+    assert code == 2
+    assert err.startswith(
+        "upgrade-gate: github: GET /repos/example-org/clusters/pulls/1: [Errno 111] Connection refused"
+    )
+    assert url
+
+
+def test_a_config_without_policy_check_and_policies_that_do_not_load_are_exit_2(world: World) -> None:
+    args = ("--base", "HEAD", "--head", "HEAD")
+    assert review(world, *args)[::2] == (
+        2,
+        "upgrade-gate: upgrade-gate.yaml: policyCheck: is required by upgrade-gate review "
+        "(the policies to check against)\n",
+    )
+    gate(world)
+    world.write("policies/broken.yaml", BROKEN_POLICY)
+    world.push("a broken policy")
+    code, _, err = review(world, *args)
+    assert code == 2
+    assert err.startswith(
+        "upgrade-gate: the policy set does not load (4 problems): HEAD:policies/broken.yaml:1:1: document 1 "
+        "(ValidatingAdmissionPolicy/<unnamed>): "
+    )
+    assert err.endswith(" (and 3 more)\n")
+
+
+def test_a_change_that_repairs_broken_base_policies_is_compared_with_nothing(world: World) -> None:
+    gate(world)
+    world.write("policies/broken.yaml", BROKEN_POLICY)
+    world.push("a broken policy")
+    git(world.human, "checkout", "--quiet", "-b", "repair")
+    (world.human / "policies" / "broken.yaml").unlink()
+    git(world.human, "commit", "--quiet", "-am", "repair the policies")
+    code, rows = results(world, "--base", "origin/main", "--head", "HEAD")
+    assert code == 0
+    assert [(r["verdict"], r["message"].split(": ")[0]) for r in rows] == [
+        ("skipped", "no comparison with the base policies, which do not load")
+    ]
+
+
+def test_a_managed_cluster_add_on_update_is_reviewed_in_its_cluster_namespace(world: World) -> None:
+    shutil.copytree(
+        ROOT / "tests" / "data" / "gitops" / "addons" / "clusters", world.human / "clusters", dirs_exist_ok=True
+    )
+    world.set_config(lambda text: text + "addons:\n  manifests: clusters/hub/addons\n  installed: status\n")
+    gate(world)
+    git(world.human, "checkout", "--quiet", "-b", "pin")
+    managed = world.human / "clusters" / "hub" / "addons" / "managed.yaml"
+    first, second = managed.read_text().split("---\n")
+    managed.write_text(first + "---\n" + second.replace("installVersion: v1", "installVersion: v3"))
+    git(world.human, "commit", "--quiet", "-am", "pin cluster3 to v3")
+    code, rows = results(world, "--base", "origin/main", "--head", "HEAD")
+    assert code == 1
+    [row] = rows
+    assert (row["file"], row["operation"], row["verdict"]) == ("clusters/hub/addons/managed.yaml", "UPDATE", "denied")
+    assert row["message"] == (
+        "ValidatingAdmissionPolicy 'upgrade-gate-addon-install-version' with binding "
+        "'upgrade-gate-addon-install-version' denied request: add-on helloworld on cluster cluster3: installVersion "
+        '"v3" is not a supported version; supported versions: v1, v2'
+    )

@@ -1,0 +1,253 @@
+"""``upgrade-gate review``: the admission requests a change makes once merged, evaluated as the cluster will.
+
+Every request comes from the GitOps applier (``policyCheck.applier``), in Argo CD's and Flux's order: creates
+and updates first, against a store holding the base objects as the cluster stores them (each base manifest
+after the mutating policies of its CREATE) and the policies' params, then the prune of deleted objects. An
+UPDATE's ``oldObject`` and a DELETE's are the stored base object.
+
+A revision approval (``spec.approved`` becomes true) must in addition be admitted for an approving reviewer of
+the pull request (user name: the forge login; groups: the Kubernetes groups ``policyCheck.teams`` maps the
+reviewer's teams to, and ``system:authenticated``), because a trusted applier (the settings' ``gitopsAppliers``)
+is admitted on the strength of that review. When the manifest names its reviewer in the annotation
+``upgrade-gate.io/reviewed-by``, that reviewer must have approved and be admitted. Without any approving
+reviewer the approval is denied.
+
+Each evaluation is a ``Result`` row: ``admitted``, ``denied`` (the change fails), ``not counted`` (a reviewer
+denied while another reviewer's approval stands), ``invalid`` (a changed file that is not YAML or not a
+Kubernetes object), ``moved`` (an unchanged object in another file: no request) or, for a policy change,
+``changed`` (a manifest the new policies admit and the old ones denied), ``skipped`` (no comparison: the base
+policies do not load) and ``failed`` (a policy test case).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from webhook.gitops.changes import GOVERNED_KINDS, Manifest, ObjectChange, describe
+from webhook.gitops.config import Identity
+from webhook.gitops.manifests import Problem
+from webhook.gitops.requests import Evaluator, admission_request
+from webhook.policy.model import PolicySet
+from webhook.policy.suites import SuiteResult
+
+REVIEWED_BY = "upgrade-gate.io/reviewed-by"
+AUTHENTICATED = "system:authenticated"
+FAILING = ("denied", "invalid", "failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Reviewer:
+    """An approving reviewer as the API server would see them, with a note for the report (no team...)."""
+
+    identity: Identity
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One row of the review: where, what, which request, as whom, the verdict and its message."""
+
+    file: str
+    line: int
+    object: str
+    operation: str
+    user: str
+    verdict: str
+    message: str = ""
+    role: str = "applier"
+
+    @property
+    def failing(self) -> bool:
+        """Whether this row makes the review fail (exit 1)."""
+        return self.verdict in FAILING
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """The inputs one review evaluates."""
+
+    changes: Sequence[ObjectChange]
+    base: Sequence[Manifest]
+    policies: PolicySet
+    applier: Identity
+    reviewers: Sequence[Reviewer] | None
+    """``None``: no reviewer source (a review of refs without ``--as``)."""
+    now: datetime.datetime
+    problems: Sequence[Problem] = field(default_factory=tuple)
+
+
+def review(inputs: Review) -> list[Result]:
+    """Every row of the review: the invalid changed files, then each request in apply order."""
+    results = [Result(p.file, p.line, "-", "-", "-", "invalid", p.reason, role="-") for p in inputs.problems]
+    stored = _stored(inputs.base, inputs.policies, inputs.applier, inputs.now)
+    apply = Evaluator(inputs.policies, stored.values(), inputs.now)
+    after = dict(stored)
+    for change in inputs.changes:
+        subject = change.subject
+        if change.operation == "MOVE":
+            assert change.old is not None  # a move has both sides
+            message = f"moved from {change.old.file}; the object is unchanged, so applying it makes no request"
+            results.append(_row(subject, "-", "-", "moved", message, role="-"))
+            continue
+        if change.operation == "DELETE":
+            continue
+        old = stored.get(subject.key) if change.old is not None else None
+        rows, applied = _apply(apply, change, old, inputs)
+        results += rows
+        if applied is not None:
+            after[subject.key] = applied
+    prune = Evaluator(inputs.policies, after.values(), inputs.now)
+    for change in inputs.changes:
+        if change.operation == "DELETE":
+            old = stored[change.subject.key]
+            request = admission_request("DELETE", new=None, old=old, user=inputs.applier, uid=_uid(change))
+            decision = prune.admit(request).validated
+            verdict = "admitted" if decision.allowed else "denied"
+            results.append(_row(change.subject, "DELETE", inputs.applier.username, verdict, decision.message))
+    return results
+
+
+def policy_differences(
+    manifests: Iterable[Manifest], before: PolicySet, after: PolicySet, applier: Identity, now: datetime.datetime
+) -> list[Result]:
+    """The governed ``manifests`` (the repository at head) that ``after`` decides differently from ``before``,
+    each as a CREATE by ``applier`` against a store of all of them: ``denied`` when ``after`` denies what
+    ``before`` admitted, ``changed`` when it admits what ``before`` denied."""
+    manifests = list(manifests)
+    objects = [m.object for m in manifests]
+    old, new = Evaluator(before, objects, now), Evaluator(after, objects, now)
+    results = []
+    for manifest in manifests:
+        if manifest.object.get("kind") not in GOVERNED_KINDS:
+            continue
+        request = admission_request(
+            "CREATE", new=manifest.object, old=None, user=applier, uid=f"policies-{manifest.where}"
+        )
+        was, now_is = old.admit(request).validated, new.admit(request).validated
+        if was.allowed == now_is.allowed:
+            continue
+        if now_is.allowed:
+            results.append(
+                _row(manifest, "CREATE", applier.username, "changed", f"denied → admitted (was: {was.message})")
+            )
+        else:
+            results.append(_row(manifest, "CREATE", applier.username, "denied", f"admitted → denied: {now_is.message}"))
+    return [replace(r, role="policies") for r in results]
+
+
+def suite_failures(results: Iterable[SuiteResult]) -> list[Result]:
+    """A ``failed`` row per policy test case that fails (or suite that does not load)."""
+    rows = []
+    for suite in results:
+        file = str(suite.file)
+        if suite.error is not None:
+            rows.append(
+                Result(file, 0, suite.name, "-", "-", "failed", suite.error.splitlines()[0], role="policy test")
+            )
+        for case in suite.cases:
+            if not case.passed:
+                message = "; ".join(case.failures)
+                rows.append(
+                    Result(file, 0, f"{suite.name}: {case.case}", "-", "-", "failed", message, role="policy test")
+                )
+    return rows
+
+
+def _stored(
+    base: Iterable[Manifest], policies: PolicySet, applier: Identity, now: datetime.datetime
+) -> dict[tuple[str, str, str, str], Mapping[str, Any]]:
+    """The base objects as the cluster stores them: a governed manifest after the mutating policies of its
+    CREATE by the applier (as given when a mutating policy denies it), any other object as given."""
+    manifests = {m.key: m for m in base}
+    evaluator = Evaluator(policies, [m.object for m in manifests.values()], now)
+    stored: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+    for key, manifest in manifests.items():
+        stored[key] = manifest.object
+        if manifest.object.get("kind") in GOVERNED_KINDS:
+            uid = f"stored-{manifest.where}"
+            request = admission_request("CREATE", new=manifest.object, old=None, user=applier, uid=uid)
+            stored[key] = evaluator.mutated(request) or manifest.object
+    return stored
+
+
+def _apply(
+    evaluator: Evaluator, change: ObjectChange, old: Mapping[str, Any] | None, inputs: Review
+) -> tuple[list[Result], Mapping[str, Any] | None]:
+    """The applier's CREATE or UPDATE, and for an approval the reviewers' rows; with the object the cluster
+    then stores (``None`` when denied)."""
+    assert change.new is not None  # creates and updates have a new side
+    new = change.new.object
+    operation = change.operation
+    request = admission_request(operation, new=new, old=old, user=inputs.applier, uid=_uid(change))
+    admission = evaluator.admit(request)
+    decision = admission.validated
+    verdict = "admitted" if decision.allowed else "denied"
+    rows = [_row(change.new, operation, inputs.applier.username, verdict, decision.message)]
+    applied = admission.patched if decision.allowed else None
+    if not _approves(new, old):
+        return rows, applied
+    annotation = str((new.get("metadata", {}).get("annotations") or {}).get(REVIEWED_BY, "")).strip()
+    if decision.allowed and not annotation:
+        note = (
+            f"spec.approvedBy will record {inputs.applier.username}; the annotation {REVIEWED_BY}: <login> "
+            "records the reviewer"
+        )
+        rows[0] = replace(rows[0], message=note)
+    return rows + _reviewers(evaluator, change.new, request, annotation, inputs), applied
+
+
+def _reviewers(
+    evaluator: Evaluator, manifest: Manifest, request: Mapping[str, Any], annotation: str, inputs: Review
+) -> list[Result]:
+    """Rows for the approving reviewers: at least one (the annotated one, when named) must be admitted."""
+    operation = f"{request['operation']} (approval)"
+    name = manifest.key[3]
+    if inputs.reviewers is None:
+        message = f"approving {name} needs an approving reviewer: review a pull request (--pull) or name one (--as)"
+        return [_row(manifest, operation, "-", "denied", message, role="reviewer")]
+    if not inputs.reviewers:
+        message = f"approving {name} needs an approving review in the pull request, and it has none"
+        return [_row(manifest, operation, "-", "denied", message, role="reviewer")]
+    logins = [r.identity.username for r in inputs.reviewers]
+    decisions = {}
+    for reviewer in inputs.reviewers:
+        as_reviewer = {**request, "userInfo": reviewer.identity.user_info()}
+        decisions[reviewer.identity.username] = evaluator.admit(as_reviewer).validated
+    if annotation:
+        satisfied = annotation in decisions and decisions[annotation].allowed
+    else:
+        satisfied = any(d.allowed for d in decisions.values())
+    rows = []
+    for reviewer in inputs.reviewers:
+        login = reviewer.identity.username
+        decision = decisions[login]
+        verdict = "admitted" if decision.allowed else "not counted" if satisfied else "denied"
+        message = decision.message if not decision.allowed else ""
+        message = "; ".join(m for m in (message, reviewer.note) if m)
+        user = f"{login} ({', '.join(reviewer.identity.groups)})"
+        rows.append(_row(manifest, operation, user, verdict, message, role="reviewer"))
+    if annotation and annotation not in decisions:
+        message = (
+            f"the annotation {REVIEWED_BY} names {annotation}, who has not approved this change "
+            f"(approving: {', '.join(logins)})"
+        )
+        rows.append(_row(manifest, operation, annotation, "denied", message, role="reviewer"))
+    return rows
+
+
+def _approves(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """A ClusterExtensionRevision write that sets ``spec.approved`` true on an unapproved (or new) revision."""
+    if new.get("kind") != "ClusterExtensionRevision" or (new.get("spec") or {}).get("approved") is not True:
+        return False
+    return old is None or (old.get("spec") or {}).get("approved") is not True
+
+
+def _row(manifest: Manifest, operation: str, user: str, verdict: str, message: str, *, role: str = "applier") -> Result:
+    return Result(manifest.file, manifest.line, describe(manifest.key), operation, user, verdict, message, role)
+
+
+def _uid(change: ObjectChange) -> str:
+    return f"review-{change.operation.lower()}-{change.subject.where}"

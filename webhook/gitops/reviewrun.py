@@ -1,0 +1,215 @@
+"""One ``upgrade-gate review`` run: the change between two commits of a working tree (or a pull request's), the
+policies and the reviewers, read from git and the forge, then evaluated by ``webhook.gitops.review``.
+
+Everything is read from git objects (``git ls-tree``, ``git cat-file``), never from a checkout: the change is
+``git merge-base BASE HEAD`` to HEAD, as a pull request shows it; ``upgrade-gate.yaml`` and the policies
+(``policyCheck.policies``, relative to the repository root, or absolute paths read as they are) are the head's.
+When a changed file lies under a relative policy path, the policy test suites beside the head policies run and
+every governed manifest of the head is decided by the base policies and the head policies, and the differences
+are reported.
+
+Errors that keep the review from running raise ``InputError`` (unknown ref, no common ancestor, an invalid
+``upgrade-gate.yaml``, policies that do not load, a reviewer option with a pull request) or ``GitError`` (git or
+the forge failed), each one line.
+"""
+
+from __future__ import annotations
+
+import datetime
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from webhook.errors import GitError, InputError, PolicyLoadError
+from webhook.gitops.changes import Manifests, matching, object_changes, read_manifests
+from webhook.gitops.config import CONFIG_FILE, ForgeConfig, Identity, PolicyCheckConfig, SyncConfig, read_config
+from webhook.gitops.forge import Forge, make_forge
+from webhook.gitops.repo import Credentials, Repo
+from webhook.gitops.review import AUTHENTICATED, Result, Review, Reviewer, policy_differences, review, suite_failures
+from webhook.policy.loader import load_policy_set
+from webhook.policy.model import PolicySet
+from webhook.policy.suites import SuiteResult, load_suites, run_suites
+from webhook.settings import DEFAULT_CEL_ENGINE
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewOptions:
+    """What to review: ``base``/``head`` refs of ``repo``, or pull request ``pull`` (its commits and approving
+    reviewers from the forge of ``upgrade-gate.yaml``); ``reviewer`` (``--as``) stands for the approving
+    reviewer of refs. ``now`` is the request time ``clock.now()`` returns."""
+
+    repo: Path
+    base: str | None = None
+    head: str | None = None
+    pull: int | None = None
+    reviewer: Identity | None = None
+    forge_token: str = ""
+    now: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
+    engine: str = DEFAULT_CEL_ENGINE
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewReport:
+    """The commits reviewed, who applies and who approved, every row, and the policy test results."""
+
+    base: str
+    head: str
+    merge_base: str
+    pull: int | None
+    applier: Identity
+    reviewers: tuple[Reviewer, ...] | None
+    results: tuple[Result, ...]
+    suites: tuple[SuiteResult, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """No row denied, invalid or failed."""
+        return not any(r.failing for r in self.results)
+
+
+def run_review(options: ReviewOptions) -> ReviewReport:
+    """Read the change, the policies and the reviewers, and review them (see the module docstring)."""
+    repo = Repo(options.repo, str(options.repo), Credentials())
+    if not options.repo.is_dir() or not repo.run("rev-parse", "--git-dir", check=False).strip():
+        raise InputError(f"--repo {options.repo}: not a git repository")
+    forge: Forge | None = None
+    if options.pull is not None:
+        if options.reviewer is not None:
+            raise InputError("--as names the reviewer of --base/--head; with --pull the forge names the reviewers")
+        forge = _forge(_config(repo, _commit(repo, "HEAD")).forge, options)
+        pull = forge.pull_request(options.pull)
+        base = _commit(repo, pull.base_sha, f"pull request {options.pull}'s base")
+        head = _commit(repo, pull.head_sha, f"pull request {options.pull}'s head")
+    else:
+        base = _commit(repo, options.base or "")
+        head = _commit(repo, options.head or "")
+    try:
+        merge_base = repo.merge_base(base, head)
+    except GitError:
+        raise InputError(f"{options.base or base} and {options.head or head} have no common ancestor") from None
+    config = _config(repo, head)
+    check = config.policy_check
+    if check is None:
+        raise InputError(
+            f"{CONFIG_FILE}: policyCheck: is required by upgrade-gate review (the policies to check against)"
+        )
+    changed = repo.changed_files(merge_base, head)
+    patterns = _manifest_patterns(config)
+    before, after = _manifests(repo, merge_base, patterns), _manifests(repo, head, patterns)
+    changes, duplicates = object_changes(before.objects, after.objects)
+    problems = [p for p in after.problems if p.file in changed] + duplicates
+    with tempfile.TemporaryDirectory(prefix="upgrade-gate-review-") as scratch:
+        head_paths = _materialize(repo, head, check.policies, Path(scratch) / "head", required=True)
+        policies = _load(head_paths, Path(scratch) / "head", "HEAD", options.engine)
+        reviewers = _reviewers(forge, options, check)
+        results = review(
+            Review(changes, before.objects, policies, check.applier, reviewers, options.now, tuple(problems))
+        )
+        suites: tuple[SuiteResult, ...] = ()
+        if _policies_changed(check.policies, changed):
+            scratch_head = f"{Path(scratch) / 'head'}/"
+            suites = tuple(
+                replace(s, file=Path(str(s.file).removeprefix(scratch_head)))
+                for s in run_suites(load_suites(head_paths), engine=options.engine)
+            )
+            results += suite_failures(suites)
+            base_paths = _materialize(repo, merge_base, check.policies, Path(scratch) / "base", required=False)
+            try:
+                old = _load(base_paths, Path(scratch) / "base", "base", options.engine) if base_paths else PolicySet()
+            except PolicyLoadError as error:
+                message = f"no comparison with the base policies, which do not load: {str(error).splitlines()[0]}"
+                results.append(Result(CONFIG_FILE, 0, "-", "-", "-", "skipped", message, role="policies"))
+            else:
+                results += policy_differences(after.objects, old, policies, check.applier, options.now)
+    return ReviewReport(base, head, merge_base, options.pull, check.applier, reviewers, tuple(results), suites)
+
+
+def _commit(repo: Repo, ref: str, what: str = "") -> str:
+    sha = repo.resolve(ref) if ref else None
+    if sha is None:
+        if what:
+            raise InputError(f"{what} {ref or '(none)'} is not in the repository: fetch it (git fetch origin {ref})")
+        raise InputError(f"unknown ref {ref!r}")
+    return sha
+
+
+def _config(repo: Repo, commit: str) -> SyncConfig:
+    files = repo.tree(commit)
+    if CONFIG_FILE not in files:
+        raise InputError(f"{CONFIG_FILE}: not found at the repository root of {commit[:12]}")
+    return read_config(repo.blobs([files[CONFIG_FILE]])[files[CONFIG_FILE]])
+
+
+def _forge(config: ForgeConfig, options: ReviewOptions) -> Forge:
+    forge = make_forge(config, options.forge_token)
+    if forge is None:
+        raise InputError(f"--pull needs a forge: {CONFIG_FILE}: forge.type is none")
+    return forge
+
+
+def _manifest_patterns(config: SyncConfig) -> list[str]:
+    """Where the repository's manifests are: extensions, revisions, ClusterCatalog sources and add-ons."""
+    patterns = [*config.extensions, *([config.revisions] if config.revisions else [])]
+    patterns += [c.location for c in config.catalogs if c.kind == "clusterCatalogs"]
+    return patterns + list(config.addons.manifests if config.addons is not None else ())
+
+
+def _manifests(repo: Repo, commit: str, patterns: Sequence[str]) -> Manifests:
+    tree = repo.tree(commit)
+    files = matching(tree, patterns)
+    texts = repo.blobs([tree[f] for f in files])
+    return read_manifests({f: texts[tree[f]] for f in files})
+
+
+def _materialize(repo: Repo, commit: str, paths: Sequence[str], dest: Path, *, required: bool) -> list[Path]:
+    """Write the files under each relative policy path at ``commit`` into ``dest`` (absolute paths are used as
+    they are); the paths to load. Raises ``InputError`` for a path missing from a ``required`` commit."""
+    tree = repo.tree(commit)
+    found: list[Path] = []
+    wanted: dict[str, str] = {}
+    for path in paths:
+        if Path(path).is_absolute():
+            found.append(Path(path))
+            continue
+        prefix = path.strip("/")
+        files = {f: b for f, b in tree.items() if f == prefix or f.startswith(f"{prefix}/")}
+        if not files:
+            if required:
+                raise InputError(f"{CONFIG_FILE}: policyCheck.policies: {path} is not in {commit[:12]}")
+            continue
+        wanted.update(files)
+        found.append(dest / prefix)
+    texts = repo.blobs(sorted(set(wanted.values())))
+    for file, blob in wanted.items():
+        (dest / file).parent.mkdir(parents=True, exist_ok=True)
+        (dest / file).write_text(texts[blob], encoding="utf-8")
+    return found
+
+
+def _load(paths: Sequence[Path], root: Path, name: str, engine: str) -> PolicySet:
+    """The policy set, its messages naming ``name:<file>`` instead of the scratch directory."""
+    try:
+        return load_policy_set(paths, engine=engine)
+    except PolicyLoadError as error:
+        raise PolicyLoadError(str(error).replace(f"{root}/", f"{name}:"), error.problems) from None
+
+
+def _policies_changed(paths: Sequence[str], changed: Sequence[str]) -> bool:
+    prefixes = [p.strip("/") for p in paths if not Path(p).is_absolute()]
+    return any(f == p or f.startswith(f"{p}/") for f in changed for p in prefixes)
+
+
+def _reviewers(forge: Forge | None, options: ReviewOptions, check: PolicyCheckConfig) -> tuple[Reviewer, ...] | None:
+    """The approving reviewers with the groups their teams map to, or ``--as``; ``None`` with neither."""
+    if options.reviewer is not None:
+        groups = tuple(dict.fromkeys([*options.reviewer.groups, AUTHENTICATED]))
+        return (Reviewer(Identity(options.reviewer.username, groups)),)
+    if forge is None or options.pull is None:
+        return None
+    found = []
+    for login in forge.approving_reviewers(options.pull):
+        mapped = sorted({g for team, g in check.teams.items() if forge.is_team_member(team, login)})
+        note = "" if mapped else f"{login} is in none of the teams policyCheck.teams maps"
+        found.append(Reviewer(Identity(login, (*mapped, AUTHENTICATED)), note))
+    return tuple(found)
