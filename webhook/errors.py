@@ -27,6 +27,10 @@
         ├── Expired                  a watch's resourceVersion is too old (HTTP 410): relist
         └── NotServed                the API server does not serve the kind (HTTP 404)
 
+Outside the tree, on purpose a ``BaseException`` so that no ``except Exception`` (CEL error absorption, a
+library's catch-all) can swallow it: ``DeadlineExceeded``, the request deadline passed during an evaluation; the
+webhook answers it with its 504 refusal.
+
 Front ends map the tree to outcomes: an ``InputError`` is the caller's fault (exit 2, HTTP 400),
 a ``ResolutionError`` is a negative answer (exit 1), anything else is an operational failure.
 Messages are deterministic (sorted names, no addresses, no timestamps) so tests assert whole strings.
@@ -141,3 +145,9 @@ class Expired(ClusterError):
 
 class NotServed(ClusterError):
     """The API server does not serve the kind (HTTP 404: its CRD is not installed)."""
+
+
+class DeadlineExceeded(BaseException):
+    """The admission request's deadline passed while its policies were evaluated (``webhook.policy.cel.cost``).
+
+    The message is ``no decision within <seconds>s``."""

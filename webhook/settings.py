@@ -92,12 +92,17 @@ class ServeSettings:
     ``upgrade-gate``: where param ConfigMaps are watched), ``cel_engine`` (``UPGRADE_GATE_CEL_ENGINE``,
     ``DEFAULT_CEL_ENGINE``: the CEL backend, one of ``CEL_ENGINES``).
 
-    Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU core), ``request_timeout_s``
+    Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU core), ``threads`` (``UPGRADE_GATE_THREADS``,
+    4: requests each worker answers at once, gunicorn's threaded workers), ``request_timeout_s``
     (``UPGRADE_GATE_REQUEST_TIMEOUT``, 8 s: an evaluation still running then is stopped and the request
     refused, below the webhook configuration's default ``timeoutSeconds`` of 10), ``max_body_bytes``
     (3 MiB, the apiserver's ``MaxRequestSizeBytes``), ``reload_interval_s``
     (``UPGRADE_GATE_RELOAD_INTERVAL``, 2 s: how often policy and certificate files are checked for changes),
-    ``resync_s`` (``UPGRADE_GATE_RESYNC``, 600 s: full relist period of the cluster cache), ``metrics_dir``
+    ``resync_s`` (``UPGRADE_GATE_RESYNC``, 600 s: full relist period of the cluster cache), ``keepalive_s``
+    (``UPGRADE_GATE_KEEPALIVE``, 120 s: how long an idle connection stays open, above the kube-apiserver's 90 s
+    idle timeout so that the client closes first), ``max_connections`` (``UPGRADE_GATE_MAX_CONNECTIONS``, 250 per
+    worker, idle ones included), ``io_timeout_s`` (``UPGRADE_GATE_IO_TIMEOUT``, 10 s: a connection whose TLS
+    handshake, request or answer makes no progress for this long is closed), ``metrics_dir``
     (``PROMETHEUS_MULTIPROC_DIR``; ``None`` = a fresh temporary directory), ``log_level``
     (``UPGRADE_GATE_LOG_LEVEL``, ``INFO``).
     """
@@ -116,10 +121,14 @@ class ServeSettings:
     namespace: str = "upgrade-gate"
     cel_engine: str = DEFAULT_CEL_ENGINE
     workers: int = 0
+    threads: int = 4
     request_timeout_s: float = 8.0
     max_body_bytes: int = 3 * 1024 * 1024
     reload_interval_s: float = 2.0
     resync_s: float = 600.0
+    keepalive_s: float = 120.0
+    max_connections: int = 250
+    io_timeout_s: float = 10.0
     metrics_dir: Path | None = None
     log_level: str = "INFO"
 
@@ -144,6 +153,10 @@ class ServeSettings:
             namespace=_text(env, "POD_NAMESPACE", defaults.namespace),
             cel_engine=_choice(env, f"{_PREFIX}CEL_ENGINE", defaults.cel_engine, CEL_ENGINES),
             workers=int(_number(env, f"{_PREFIX}WORKERS", defaults.workers)),
+            threads=int(_number(env, f"{_PREFIX}THREADS", defaults.threads, minimum=1)),
+            keepalive_s=_number(env, f"{_PREFIX}KEEPALIVE", defaults.keepalive_s),
+            max_connections=int(_number(env, f"{_PREFIX}MAX_CONNECTIONS", defaults.max_connections, minimum=1)),
+            io_timeout_s=_number(env, f"{_PREFIX}IO_TIMEOUT", defaults.io_timeout_s, minimum=0.1),
             request_timeout_s=_number(env, f"{_PREFIX}REQUEST_TIMEOUT", defaults.request_timeout_s, minimum=0.1),
             reload_interval_s=_number(env, f"{_PREFIX}RELOAD_INTERVAL", defaults.reload_interval_s, minimum=0.1),
             resync_s=_number(env, f"{_PREFIX}RESYNC", defaults.resync_s, minimum=1),

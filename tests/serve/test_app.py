@@ -16,6 +16,7 @@ from flask.testing import FlaskClient
 from tests.serve.conftest import BAD_REQUESTS, CASES, OBJECTS, POLICIES, bad_body, expected, summary
 from webhook.logs import JsonFormatter
 from webhook.objects import ObjectStore
+from webhook.policy.cel.cost import check_deadline
 from webhook.policy.decision import Decision as Allowed
 from webhook.policy.model import PolicySet
 from webhook.serve.app import create_app
@@ -70,14 +71,56 @@ def test_a_bad_request_gets_a_json_status(client: FlaskClient, case: dict[str, A
     assert (answer.json["code"], answer.json["message"]) == (case["code"], case["message"])
 
 
+def _review_text(object_text: str) -> bytes:
+    request = '"uid": "u", "kind": {"group": "", "version": "v1", "kind": "ConfigMap"}, "operation": "CREATE"'
+    review = '{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {%s, "object": %s}}'
+    return (review % (request, object_text)).encode()
+
+
+@pytest.mark.parametrize(
+    ("object_text", "message"),
+    [
+        pytest.param(
+            '{"n": ' + "9" * 5000 + "}",
+            "the body has an integer of 5000 digits, beyond any int64 or float64 number",
+            id="an integer longer than Python converts by default is a bad request",
+        ),
+        pytest.param(
+            '{"n": -' + "1" * 310 + "}",
+            "the body has an integer of 310 digits, beyond any int64 or float64 number",
+            id="an integer beyond float64 is a bad request",
+        ),
+        pytest.param(
+            '{"a": ' * 50_000 + "1" + "}" * 50_000,
+            "the body is nested too deeply to read",
+            id="nesting past the recursion limit is a bad request",
+        ),
+    ],
+)
+def test_json_that_python_cannot_read_as_is_gets_a_400_not_a_500(client: FlaskClient, object_text: str, message: str):
+    answer = client.post("/validate", data=_review_text(object_text), headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400
+    assert answer.get_json()["message"] == message
+
+
+def test_an_integer_within_float64_is_read(client: FlaskClient) -> None:
+    answer = client.post("/validate", data=_review_text('{"n": ' + "9" * 300 + "}"), content_type="application/json")
+    assert answer.status_code == 200
+    assert answer.get_json()["response"]["allowed"] is True
+
+
 class Stub:
-    """An admitter that sleeps, then raises ``error`` (if any) or allows."""
+    """An admitter that works ``sleep`` seconds, checking the request deadline as evaluations do, then raises
+    ``error`` (if any) or allows."""
 
     def __init__(self, policies: PolicySet, store: ObjectStore, *, sleep: float = 0, error: Exception | None = None):
         self.sleep, self.error = sleep, error
 
     def decide(self, request: Mapping[str, Any]) -> Decision:
-        time.sleep(self.sleep)
+        end = time.monotonic() + self.sleep
+        while time.monotonic() < end:
+            check_deadline()
+            time.sleep(0.01)
         if self.error:
             raise self.error
         return Allowed()
@@ -149,6 +192,23 @@ def test_readyz_is_unready_before_a_set_is_loaded_and_validate_refuses(tmp_path:
     assert body["loadError"].startswith(f"{broken}:")
     refused = post(client, "validate", CASES[2]["review"]).json["response"]
     assert refused["status"]["code"] == 503
+
+
+@pytest.mark.parametrize(
+    "series",
+    [
+        'upgrade_gate_evaluation_errors_total{endpoint="validate"} 0.0',
+        'upgrade_gate_evaluation_errors_total{endpoint="mutate"} 0.0',
+        'upgrade_gate_admission_duration_seconds_count{endpoint="mutate"} 0.0',
+        'upgrade_gate_connections{state="idle"} 0.0',
+        "upgrade_gate_connection_timeouts_total 0.0",
+    ],
+)
+def test_labelled_series_with_known_labels_are_exposed_at_zero_before_any_event(series: str) -> None:
+    fresh = PolicyRuntime(POLICIES, metrics=Metrics())
+    assert fresh.load()
+    text = make_app(fresh).test_client().get("/metrics").data.decode()
+    assert series in text.splitlines()
 
 
 def test_metrics_count_requests_by_kind_operation_and_decision(loaded: PolicyRuntime) -> None:

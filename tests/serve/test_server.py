@@ -3,6 +3,7 @@ kube-apiserver sends them, malformed bodies, multiprocess metrics."""
 
 from __future__ import annotations
 
+import copy
 import json
 import ssl
 import warnings
@@ -40,6 +41,18 @@ def test_a_malformed_request_gets_a_json_status_and_the_worker_lives(server: Ser
     status, answer = server.request(method, path, bad_body(case), content_type)
     assert (status, answer["code"], answer["message"]) == (case["code"], case["code"], case["message"])
     assert server.request("GET", "/healthz")[0] == 200
+
+
+@pytest.mark.parametrize("index", [0, 3, 6], ids=["a mutation", "a denial", "a denial by a lookup"])
+def test_an_object_nested_as_deep_as_the_apiserver_accepts_is_decided_as_usual(server: Server, index: int) -> None:
+    """The apiserver decodes, and sends to webhooks, JSON nested up to 10,000 levels (Go's encoding/json limit)."""
+    case = copy.deepcopy(CASES[index])
+    case["review"]["request"]["object"]["status"] = {"nested": "DEEP"}
+    depth = 9_990
+    body = json.dumps(case["review"]).replace('"DEEP"', '{"a": ' * depth + "1" + "}" * depth)
+    status, answer = server.request("POST", f"/{case['endpoint']}", body.encode())
+    assert status == 200, answer
+    assert summary(answer, case["want"]) == expected(case)
 
 
 def test_a_client_without_a_certificate_is_refused(server: Server) -> None:

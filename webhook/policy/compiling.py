@@ -1,26 +1,48 @@
-"""The ``Compiler`` of the loader: ``webhook.policy.cel`` environments on one backend, one per set of variable names."""
+"""The ``Compiler`` of the loader: ``webhook.policy.cel`` environments on one backend, one per set of variable names,
+and the programs they compiled."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 from webhook.policy.cel import Environment, Program
 from webhook.policy.cel.environment import backend_named
+
+#: Programs kept per compiler, the least recently used dropped first: many times a policy set's expressions, so
+#: that loading a set again (a reload that changed one file) compiles only what changed.
+PROGRAMS_KEPT = 4096
 
 
 class CelCompiler:
     """Compiles CEL text on the backend called ``engine`` (``ENGINES``) with the environment declaring exactly
     the given top-level variables.
 
-    Environments are built on first use and kept; raises ``webhook.errors.CelCompileError``
-    (``<line>:<column>: <message>``). ``ValueError`` for an unknown ``engine``.
+    Environments are built on first use and kept; so are the last ``PROGRAMS_KEPT`` programs compiled, which are
+    immutable and evaluate concurrently, by text and variables. Raises ``webhook.errors.CelCompileError``
+    (``<line>:<column>: <message>``). ``ValueError`` for an unknown ``engine``. Thread-safe.
     """
 
     def __init__(self, engine: str) -> None:
         self._backend = backend_named(engine)
         self._environments: dict[frozenset[str], Environment] = {}
+        self._programs: OrderedDict[tuple[frozenset[str], str], Program] = OrderedDict()
+        self._lock = threading.Lock()
 
     def __call__(self, text: str, variables: frozenset[str]) -> Program:
-        """Compile ``text`` for ``variables``."""
-        environment = self._environments.get(variables)
-        if environment is None:
-            environment = self._environments[variables] = Environment(variables, backend=self._backend)
-        return environment.compile(text)
+        """Compile ``text`` for ``variables`` (or return the program compiled before)."""
+        key = (variables, text)
+        with self._lock:
+            program = self._programs.get(key)
+            if program is not None:
+                self._programs.move_to_end(key)
+                return program
+            environment = self._environments.get(variables)
+            if environment is None:
+                environment = self._environments[variables] = Environment(variables, backend=self._backend)
+        program = environment.compile(text)
+        with self._lock:
+            self._programs[key] = program
+            if len(self._programs) > PROGRAMS_KEPT:
+                self._programs.popitem(last=False)
+        return program

@@ -135,21 +135,44 @@ def policy_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             raise PolicyLoadError(f"{path}: no such file or directory")
 
 
-def read_paths(paths: Iterable[str | Path]) -> list[Document]:
-    """The documents of every file of ``policy_files(paths)``, in order. Raises one ``PolicyLoadError``
-    naming every file that cannot be read or parsed."""
-    documents: list[Document] = []
+#: A policy file's name (as messages give it) and its text.
+Source = tuple[str, str]
+
+
+def read_sources(paths: Iterable[str | Path]) -> list[Source]:
+    """The ``Source`` of every file of ``policy_files(paths)``, in order. Raises one ``PolicyLoadError`` naming
+    every file that cannot be read."""
+    sources: list[Source] = []
     problems: list[str] = []
     for file in policy_files(paths):
         try:
-            documents.extend(read_text(file.read_text(encoding="utf-8"), str(file)))
+            sources.append((str(file), file.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError) as err:
             problems.append(f"{file}: cannot read: {err}")
+    if problems:
+        raise PolicyLoadError("\n".join(problems))
+    return sources
+
+
+def read_documents(sources: Iterable[Source]) -> list[Document]:
+    """The documents of every source, in order. Raises one ``PolicyLoadError`` naming every source that cannot
+    be parsed."""
+    documents: list[Document] = []
+    problems: list[str] = []
+    for file, text in sources:
+        try:
+            documents.extend(read_text(text, file))
         except PolicyLoadError as err:
             problems.append(str(err))
     if problems:
         raise PolicyLoadError("\n".join(problems))
     return documents
+
+
+def read_paths(paths: Iterable[str | Path]) -> list[Document]:
+    """The documents of every file of ``policy_files(paths)``, in order (``read_sources``, then
+    ``read_documents``)."""
+    return read_documents(read_sources(paths))
 
 
 def plain(value: Any) -> Any:

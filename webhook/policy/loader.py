@@ -18,6 +18,7 @@ All problems of the whole set are collected, then one ``PolicyLoadError`` lists 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,17 @@ from typing import Any
 from webhook.errors import InputError, PolicyLoadError
 from webhook.policy import apivalidation as api
 from webhook.policy import model
-from webhook.policy.documents import Document, MarkedList, MarkedMap, Position, plain, read_paths, read_text
+from webhook.policy.documents import (
+    Document,
+    MarkedList,
+    MarkedMap,
+    Position,
+    Source,
+    plain,
+    read_documents,
+    read_paths,
+    read_text,
+)
 from webhook.policy.fields import At, Compiler, FieldReader
 from webhook.policy.mutating import mutating_binding, mutating_policy
 from webhook.policy.validating import validating_binding, validating_policy
@@ -43,8 +54,10 @@ _VERSIONS = {
 _TOP = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 
 
+@functools.cache
 def _compiler(engine: str) -> Compiler:
-    """The CEL compiler of ``webhook.policy.cel`` on the backend ``engine`` (environments built on demand)."""
+    """The CEL compiler of ``webhook.policy.cel`` on the backend ``engine``, one per process (environments built on
+    demand, programs kept for the next load)."""
     from webhook.policy.compiling import CelCompiler  # noqa: PLC0415 - keeps the CEL engines out of import time
 
     try:
@@ -62,6 +75,11 @@ def load_policy_set(paths: Iterable[str | Path], *, engine: str = DEFAULT_CEL_EN
 def load_policy_text(text: str, *, file: str = "<string>", engine: str = DEFAULT_CEL_ENGINE) -> model.PolicySet:
     """Load the documents of ``text`` (named ``file`` in messages) as one set, as ``load_policy_set``."""
     return _build(read_text(text, file), engine)
+
+
+def load_policy_sources(sources: Iterable[Source], *, engine: str = DEFAULT_CEL_ENGINE) -> model.PolicySet:
+    """Load the documents of ``sources`` (file name, text) as one set, as ``load_policy_set`` loads the files."""
+    return _build(read_documents(sources), engine)
 
 
 def _build(documents: list[Document], engine: str) -> model.PolicySet:

@@ -2,5 +2,6 @@
 
 ``review`` (AdmissionReview in/out, no I/O) · ``runtime`` (the policy set served, reloads) · ``stores``
 (object stores composed for lookups) · ``app`` (the Flask application factory and views) · ``metrics`` ·
-``deadline`` · ``tls`` (certificates, reloading TLS contexts) · ``server`` (gunicorn embedding).
+``tls`` (certificates, reloading TLS contexts) · ``worker`` (gunicorn's threaded worker with bounded
+connections) · ``server`` (gunicorn embedding).
 """

@@ -4,7 +4,8 @@ Routes:
 
 - ``POST /validate``, ``POST /mutate``: an AdmissionReview in, an AdmissionReview out (HTTP 200, see
   ``webhook.serve.review``). A bad request is HTTP 400 (413 above ``max_body_bytes``) with a
-  ``metav1.Status`` JSON body. An evaluation that raises or outlives ``request_timeout_s`` is refused
+  ``metav1.Status`` JSON body; a body that stops arriving for the I/O timeout is 408 (and the connection closed).
+  An evaluation that raises or outlives ``request_timeout_s`` is refused
   (``allowed: false``, code 500 ``InternalError`` or 504 ``Timeout``): the webhook fails closed.
 - ``GET /healthz``: 200 while the process serves. ``GET /readyz``: 200 when a policy set is loaded and the
   cluster cache (if any) is synced, else 503; the body says which, and the last load error.
@@ -24,14 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, Response, current_app, jsonify, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from webhook import logs
-from webhook.errors import ReviewError
-from webhook.serve.deadline import DeadlineExceeded, deadline
+from webhook.errors import DeadlineExceeded, ReviewError
+from webhook.policy.cel.cost import deadline
 from webhook.serve.metrics import CONTENT_TYPE, Metrics
 from webhook.serve.review import Decision, Refusal, Review, parse_review, render_error, render_response
-from webhook.serve.runtime import PolicyRuntime
+from webhook.serve.runtime import PolicyRuntime, Snapshot
 from webhook.settings import ServeSettings
 
 log = logging.getLogger(__name__)
@@ -78,23 +79,58 @@ def _admit(endpoint: str) -> tuple[Response, int]:
     started = time.perf_counter()
     state = _state()
     try:
-        review = parse_review(request.get_data(cache=False), request.content_type)
+        body = request.get_data(cache=False)
+    except (OSError, ClientDisconnected):  # the client stalled mid-body past the I/O timeout, or went away
+        return _refuse(
+            state,
+            endpoint,
+            started,
+            code=408,
+            reason="RequestTimeout",
+            message="the request body did not arrive in full",
+        )
+    try:
+        review = parse_review(body, request.content_type)
         decision = _decide(state, review, endpoint)
     except ReviewError as error:
-        state.metrics.requests.labels(endpoint, "", "", "invalid").inc()
-        state.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
-        log.info("bad admission request", extra=logs.fields({logs.ENDPOINT: endpoint, logs.ERROR: str(error)}))
-        return jsonify(render_error(400, "BadRequest", str(error))), 400
+        return _refuse(state, endpoint, started, code=400, reason="BadRequest", message=str(error))
     elapsed = time.perf_counter() - started
     _record(state.metrics, endpoint, review, decision, elapsed)
     return jsonify(render_response(review, decision, mutating=endpoint == MUTATE)), 200
 
 
+def _refuse(
+    state: State, endpoint: str, started: float, *, code: int, reason: str, message: str
+) -> tuple[Response, int]:
+    """Count, time and log a request that cannot be read; answer it with a ``metav1.Status`` of ``code``."""
+    state.metrics.requests.labels(endpoint, "", "", "invalid").inc()
+    state.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+    log.info("bad admission request", extra=logs.fields({logs.ENDPOINT: endpoint, logs.ERROR: message}))
+    answer = jsonify(render_error(code, reason, message))
+    if code == 408:
+        answer.headers["Connection"] = "close"
+    return answer, code
+
+
 def _decide(state: State, review: Review, endpoint: str) -> Decision:
-    """The decision for ``review``; ``ReviewError`` propagates, any other failure is a ``Refusal``."""
-    snapshot = state.runtime.snapshot
-    if snapshot is None:
-        return Refusal("upgrade-gate: no policy set is loaded", code=503, reason="ServiceUnavailable")
+    """The decision for ``review``; ``ReviewError`` propagates, any other failure is a ``Refusal``.
+
+    Decided with the runtime's current set; if a reload published a newer set meanwhile, decided again with
+    it, so that no answer leaves from a set older than the last one published."""
+    decided: tuple[Snapshot, Decision] | None = None
+    while True:
+        try:
+            snapshot = state.runtime.current()
+        except Exception as error:  # adopting the published set failed: deny, as for a failed evaluation
+            return _failed(state, review, endpoint, error)
+        if snapshot is None:
+            return Refusal("upgrade-gate: no policy set is loaded", code=503, reason="ServiceUnavailable")
+        if decided is not None and decided[0] is snapshot:
+            return decided[1]
+        decided = snapshot, _evaluate(state, snapshot, review, endpoint)
+
+
+def _evaluate(state: State, snapshot: Snapshot, review: Review, endpoint: str) -> Decision:
     admit = snapshot.admitter.mutate if endpoint == MUTATE else snapshot.admitter.validate
     try:
         with deadline(state.settings.request_timeout_s):
@@ -106,9 +142,13 @@ def _decide(state: State, review: Review, endpoint: str) -> Decision:
         log.error("evaluation stopped", extra=logs.fields({logs.UID: review.uid, logs.ERROR: str(error)}))
         return Refusal(f"upgrade-gate: {error}", code=504, reason="Timeout")
     except Exception as error:  # a bug in evaluation must deny one request, not kill the worker
-        state.metrics.evaluation_errors.labels(endpoint).inc()
-        log.exception("evaluation failed", extra=logs.fields({logs.UID: review.uid}))
-        return Refusal(f"upgrade-gate: internal error while evaluating policies: {type(error).__name__}")
+        return _failed(state, review, endpoint, error)
+
+
+def _failed(state: State, review: Review, endpoint: str, error: Exception) -> Refusal:
+    state.metrics.evaluation_errors.labels(endpoint).inc()
+    log.exception("evaluation failed", extra=logs.fields({logs.UID: review.uid}))
+    return Refusal(f"upgrade-gate: internal error while evaluating policies: {type(error).__name__}")
 
 
 def _record(metrics: Metrics, endpoint: str, review: Review, decision: Decision, elapsed: float) -> None:

@@ -13,6 +13,13 @@ Names follow the apiserver's admission metrics and Gatekeeper's (``gatekeeper_va
 - ``upgrade_gate_policy_generation``: generation of the policy set being served (1 = first load).
 - ``upgrade_gate_policy_load_errors_total``: policy set loads that failed (the previous set kept serving).
 - ``upgrade_gate_policy_load_failed``: 1 while the last load failed, else 0.
+- ``upgrade_gate_connections{state}``: connections of the workers, ``open`` (all) and ``idle`` (kept alive or
+  waiting for a first request), refreshed every second (``webhook.serve.worker``).
+- ``upgrade_gate_connection_timeouts_total``: connections closed because a read, a write or the TLS handshake made
+  no progress within the I/O timeout (slow or stalled clients).
+
+Labelled series whose label values are known in advance (``endpoint``, ``state``) are created at zero, as
+Prometheus' instrumentation practices ask, so a query or an alert finds them before the first event.
 
 Under gunicorn every worker is a process: with a multiprocess directory (``prometheus_client`` multiprocess
 mode, which the server enables before importing this module) ``/metrics`` sums all workers' values.
@@ -27,6 +34,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 #: Latency buckets in seconds: dense below 25 ms, where a webhook should answer.
 LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+ENDPOINTS = ("validate", "mutate")
+CONNECTION_STATES = ("open", "idle")
 
 
 class Metrics:
@@ -73,12 +82,30 @@ class Metrics:
             "Policy set loads that failed; the previous set kept serving.",
             registry=self.registry,
         )
+        self.connections = Gauge(
+            "upgrade_gate_connections",
+            "Open connections of the workers (open: all, idle: kept alive or waiting for a first request).",
+            ["state"],
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
+        self.connection_timeouts = Counter(
+            "upgrade_gate_connection_timeouts",
+            "Connections closed because a read, a write or the TLS handshake made no progress in time.",
+            registry=self.registry,
+        )
         self.load_failed = Gauge(
             "upgrade_gate_policy_load_failed",
             "1 while the last policy set load failed, else 0.",
             registry=self.registry,
             multiprocess_mode="mostrecent",
         )
+
+        for endpoint in ENDPOINTS:
+            self.latency.labels(endpoint)
+            self.evaluation_errors.labels(endpoint)
+        for state in CONNECTION_STATES:
+            self.connections.labels(state)
 
     def exposition(self) -> bytes:
         """The Prometheus text exposition: this process's registry, or every worker's files summed."""

@@ -23,6 +23,8 @@ VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1beta1")
 KIND = "AdmissionReview"
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 JSON_CONTENT_TYPE = "application/json"
+#: Digits of the largest float64 (about 1.8e308): no Kubernetes number has more.
+MAX_INTEGER_DIGITS = 309
 
 
 class Decision(Protocol):
@@ -121,15 +123,20 @@ def parse_review(body: bytes, content_type: str | None) -> Review:
     body is a JSON object, ``kind: AdmissionReview``, ``apiVersion`` ``admission.k8s.io/v1|v1beta1``, a
     ``request`` object with a non-empty string ``uid``, ``kind`` ``{group, version, kind}`` strings, an
     ``operation`` of CREATE/UPDATE/DELETE/CONNECT, and ``object``/``oldObject`` objects or null.
-    Raises ``ReviewError`` with one deterministic sentence (HTTP 400).
+    Raises ``ReviewError`` with one deterministic sentence (HTTP 400), also for what Python's decoder accepts but
+    JSON and the apiserver do not (``NaN``, ``Infinity``), integers beyond any int64 or float64, and nesting deeper
+    than the interpreter's recursion limit (the server raises it above the 10,000 levels the apiserver's decoder
+    accepts: ``webhook.serve.server``).
     """
     media_type = (content_type or "").split(";", 1)[0].strip().lower()
     if media_type != JSON_CONTENT_TYPE:
         raise ReviewError(f"content type must be {JSON_CONTENT_TYPE}, not {media_type or 'missing'!r}")
     try:
-        document = json.loads(body.decode("utf-8"))
+        document = json.loads(body.decode("utf-8"), parse_constant=_not_json, parse_int=_integer)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ReviewError(f"the body is not JSON: {error}") from None
+    except RecursionError:
+        raise ReviewError("the body is nested too deeply to read") from None
     if not isinstance(document, dict):
         raise ReviewError("the body is not a JSON object")
     if document.get("kind") != KIND:
@@ -142,6 +149,21 @@ def parse_review(body: bytes, content_type: str | None) -> Review:
         raise ReviewError("the AdmissionReview has no request object")
     _check_request(request)
     return Review(api_version, request)
+
+
+def _not_json(name: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity``, which Python's decoder accepts: not JSON (RFC 8259), and refused
+    by the apiserver's decoder."""
+    raise ReviewError(f"the body is not JSON: {name} is not a JSON value")
+
+
+def _integer(text: str) -> int:
+    """A JSON integer; one of more than ``MAX_INTEGER_DIGITS`` digits is refused: the apiserver decodes numbers as
+    int64 or float64 (``k8s.io/apimachinery/pkg/util/json``) and never sends one that large."""
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INTEGER_DIGITS:
+        raise ReviewError(f"the body has an integer of {digits} digits, beyond any int64 or float64 number")
+    return int(text)
 
 
 def _check_request(request: Mapping[str, Any]) -> None:

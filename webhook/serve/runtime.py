@@ -3,15 +3,25 @@
 ``PolicyRuntime`` loads the policy files (and the ``--objects`` manifests) into an immutable ``Snapshot``.
 ``load()`` builds a new snapshot and replaces the old one in a single assignment; when the new set does not
 load, the error is kept for ``/readyz``, logged and counted, and the previous snapshot keeps serving (the
-apiserver likewise keeps its last good compilation of a policy). ``changed()`` says whether the files differ
-from the last attempt, by (path, inode, size, mtime) of each file, so that a Kubernetes ConfigMap volume's
-atomic symlink swap counts as a change.
+apiserver likewise keeps its last good compilation of a policy).
+
+Across processes (gunicorn's master loads, its forked workers decide): with a ``SharedRecord``, the master
+publishes what it read (the files' texts, the objects, the load error) in two steps. ``stage()`` loads and
+publishes the new set as staged: workers compile it ahead (``prepare``, in a background thread) while they keep
+deciding with the active one. ``activate()`` publishes it as active: ``current()`` in a worker adopts it before
+the next decision, from what ``prepare`` compiled or, if that is not done, compiling the same texts itself.
+So once the master has activated a set, no worker decides with an older one, and no worker restarts.
+
+``changed()`` says whether the files differ from the last attempt, by (path, inode, size, mtime) of each file,
+so that a Kubernetes ConfigMap volume's atomic symlink swap counts as a change.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,18 +30,24 @@ from typing import Any, Protocol
 from webhook import logs
 from webhook.errors import InputError
 from webhook.objects import InMemoryObjectStore, KubeObject, LayeredObjectStore, ObjectStore
-from webhook.policy.documents import policy_files
+from webhook.policy.documents import Source, policy_files, read_sources
 from webhook.policy.engine import PolicyEngine
-from webhook.policy.loader import load_policy_set
+from webhook.policy.loader import load_policy_sources
 from webhook.policy.model import PolicySet
 from webhook.serve.metrics import Metrics
 from webhook.serve.review import Decision
+from webhook.serve.shared import SharedRecord
 from webhook.serve.stores import read_objects
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 log = logging.getLogger(__name__)
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
+
+#: How often a worker looks for a staged set to compile ahead (``prepare_in_background``): rarely enough that the
+#: looking takes nothing measurable from the request threads (every 20 ms, cheap requests beside busy threads
+#: answered later).
+PREPARE_INTERVAL_S = 0.25
 
 
 class Admitter(Protocol):
@@ -85,12 +101,34 @@ class EngineAdmitter:
 AdmitterFactory = Callable[[PolicySet, ObjectStore], Admitter]
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """One loaded policy set: ``generation`` (1, 2, ... per successful load), the ``policies``, the
-    ``objects`` read from ``--objects`` and the ``admitter`` serving them."""
+@dataclass(frozen=True)
+class Loaded:
+    """A loaded set as the workers receive it: its generation, the policy files' sources and the objects."""
 
     generation: int
+    sources: tuple[Source, ...]
+    objects: tuple[KubeObject, ...]
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the master publishes to its workers: the ``active`` set, the one to decide with (``None`` before a
+    first successful load); a ``staged`` set, loaded and about to become active, that workers compile ahead
+    (or ``None``); and the last load's ``error`` (``None`` after a success)."""
+
+    active: Loaded | None
+    staged: Loaded | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One loaded policy set: ``generation`` (1, 2, ... per successful load), the policy files' ``sources``
+    (file name, text) and the ``policies`` compiled from them, the ``objects`` read from ``--objects`` and the
+    ``admitter`` serving them."""
+
+    generation: int
+    sources: tuple[Source, ...]
     policies: PolicySet
     objects: tuple[KubeObject, ...]
     admitter: Admitter
@@ -115,8 +153,10 @@ class PolicyRuntime:
     by its params, then the ``objects`` manifests, then the cluster cache once ``attach``-ed.
 
     ``snapshot`` is ``None`` until the first successful ``load``; ``error`` is the last load's error text
-    (``None`` after a success). ``metrics`` (optional) gets the generation and load errors. ``engine``: the
-    CEL backend the set is compiled for (``webhook.settings.CEL_ENGINES``).
+    (``None`` after a success); ``staged`` a set ``stage`` loaded and ``activate`` has not served yet.
+    ``metrics`` (optional) gets the generation and load errors. ``engine``: the CEL backend the set is compiled
+    for (``webhook.settings.CEL_ENGINES``). ``shared``: where ``stage`` and ``activate`` publish and ``current``
+    and ``prepare`` read in forked processes (see the module docstring); ``None`` in a single process.
     """
 
     def __init__(
@@ -127,6 +167,7 @@ class PolicyRuntime:
         metrics: Metrics | None = None,
         make_admitter: AdmitterFactory = EngineAdmitter,
         engine: str = DEFAULT_CEL_ENGINE,
+        shared: SharedRecord | None = None,
     ) -> None:
         self.policies_path = policies
         self.engine = engine
@@ -137,6 +178,13 @@ class PolicyRuntime:
         self.snapshot: Snapshot | None = None
         self.error: str | None = None
         self._fingerprint: Fingerprint | None = None
+        self.staged: Snapshot | None = None
+        self.shared = shared
+        self._seen = 0  # the version of ``shared`` whose active set this process serves
+        self._lock = threading.Lock()
+        self._compiled: Snapshot | None = None  # the last set compiled from a publication
+        self._prepared = 0  # the version of ``shared`` ``prepare`` last looked at
+        self._compile_lock = threading.Lock()
 
     def fingerprint(self) -> Fingerprint:
         """(path, inode, size, mtime in ns) of every input file; a missing path gives an empty entry."""
@@ -163,53 +211,141 @@ class PolicyRuntime:
         return self.fingerprint() != self._fingerprint
 
     def load(self) -> bool:
-        """Load the files into a new snapshot and serve it; True on success. On failure keep the current
-        snapshot, set ``error``, log it and count it. Never raises for bad input (``InputError``)."""
+        """Load the files into a new snapshot and serve it (``stage``, then ``activate``); True on success. On
+        failure keep the current snapshot, set ``error``, log it and count it. Never raises for bad input
+        (``InputError``)."""
+        if not self.stage():
+            return False
+        self.activate()
+        return True
+
+    def stage(self) -> bool:
+        """Load the files into ``staged``, published (with ``shared``) for the workers to compile ahead, not yet
+        served; True on success. On failure as ``load``, the failure published."""
         self._fingerprint = self.fingerprint()
         generation = self.snapshot.generation + 1 if self.snapshot else 1
         try:
-            policies = load_policy_set([self.policies_path], engine=self.engine)
+            sources = tuple(read_sources([self.policies_path]))
+            policies = load_policy_sources(sources, engine=self.engine)
             objects = tuple(read_objects(self.objects_path)) if self.objects_path else ()
+            staged = self._snapshot(generation, sources, policies, objects)
+            self._publish(Published(_loaded(self.snapshot), _loaded(staged), None))
         except InputError as error:
             self.error = str(error)
             log.error(
-                "policy set not loaded; the previous set keeps serving",
+                "policy set not loaded; the previous set keeps serving" if self.snapshot else "policy set not loaded",
                 extra=logs.fields({logs.PATH: str(self.policies_path), logs.ERROR: self.error}),
             )
             if self.metrics:
                 self.metrics.load_errors.inc()
                 self.metrics.load_failed.set(1)
+            self._publish(Published(_loaded(self.snapshot), None, self.error))
             return False
-        self.snapshot = self._snapshot(generation, policies, objects)
-        self.error = None
+        self.staged = staged
+        return True
+
+    def activate(self) -> None:
+        """Serve the ``staged`` set (published as active with ``shared``); nothing without one."""
+        if self.staged is None:
+            return
+        self.snapshot, self.staged, self.error = self.staged, None, None
+        self._publish(Published(_loaded(self.snapshot), None, None))
         log.info(
             "policy set loaded",
             extra=logs.fields({logs.PATH: str(self.policies_path), **self.snapshot.summary()}),
         )
         if self.metrics:
-            self.metrics.generation.set(generation)
+            self.metrics.generation.set(self.snapshot.generation)
             self.metrics.load_failed.set(0)
-        return True
+
+    def _publish(self, published: Published) -> None:
+        """Publish to ``shared`` (if any); ``InputError`` if too large to share."""
+        if self.shared is not None:
+            try:
+                self._seen = self.shared.publish(published)
+            except ValueError as failure:
+                raise InputError(f"{self.policies_path}: {failure}") from None
+
+    def current(self) -> Snapshot | None:
+        """The snapshot to decide with (``None`` before a first load). In a process forked after ``shared`` was
+        made: first adopt the active set last published if it is not this process's (compiled ahead by
+        ``prepare``, else here; concurrent callers wait), so no decision uses a set older than the last active
+        one published."""
+        if self.shared is not None and self.shared.version() != self._seen:
+            with self._lock:
+                version, published = self.shared.read()
+                if version != self._seen:
+                    active = published.active
+                    if active is not None and active.generation != _generation(self.snapshot):
+                        self.snapshot = self._compile(active)
+                        log.info("policy set adopted", extra=logs.fields(self.snapshot.summary()))
+                    self.error = published.error
+                    self._seen = version
+        return self.snapshot
+
+    def prepare(self) -> Snapshot | None:
+        """Compile the staged set last published, if any and not compiled yet, so that ``current`` finds it;
+        returns it when compiled by this call."""
+        if self.shared is None or self.shared.version() == self._prepared:
+            return None
+        self._prepared, published = self.shared.read()
+        staged = published.staged
+        if staged is None or staged.generation == _generation(self._compiled):
+            return None
+        return self._compile(staged)
+
+    def prepare_in_background(self, interval_s: float = PREPARE_INTERVAL_S) -> None:
+        """Run ``prepare`` every ``interval_s`` in a daemon thread (in a worker, after the fork)."""
+
+        def loop() -> None:
+            while True:
+                time.sleep(interval_s)
+                try:
+                    self.prepare()
+                except Exception:  # adopting the set compiles it again and answers the failure
+                    log.exception("policy set not compiled ahead")
+
+        threading.Thread(target=loop, name="policy-set-prepare", daemon=True).start()
+
+    def _compile(self, loaded: Loaded) -> Snapshot:
+        """``loaded`` compiled here, once: the last compiled set is kept."""
+        with self._compile_lock:
+            if self._compiled is None or self._compiled.generation != loaded.generation:
+                policies = load_policy_sources(loaded.sources, engine=self.engine)
+                self._compiled = self._snapshot(loaded.generation, loaded.sources, policies, loaded.objects)
+            return self._compiled
 
     def attach(self, cluster: ClusterCache) -> None:
         """Serve lookups from ``cluster`` too (after params and objects); rebuilds the current admitter."""
         self.cluster = cluster
+        self.staged = self._compiled = None
         if self.snapshot is not None:
             current = self.snapshot
-            self.snapshot = self._snapshot(current.generation, current.policies, current.objects)
+            self.snapshot = self._snapshot(current.generation, current.sources, current.policies, current.objects)
 
-    def _snapshot(self, generation: int, policies: PolicySet, objects: tuple[KubeObject, ...]) -> Snapshot:
+    def _snapshot(
+        self, generation: int, sources: tuple[Source, ...], policies: PolicySet, objects: tuple[KubeObject, ...]
+    ) -> Snapshot:
         cluster = [self.cluster] if self.cluster is not None else []
         store = LayeredObjectStore([InMemoryObjectStore(policies.params), InMemoryObjectStore(objects), *cluster])
-        return Snapshot(generation, policies, objects, self.make_admitter(policies, store))
+        return Snapshot(generation, sources, policies, objects, self.make_admitter(policies, store))
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, detail): ready once a policy set is loaded and the cluster cache, if any, is synced.
         The detail names the set (``Snapshot.summary``), the last load error and the unsynced kinds."""
+        snapshot = self.current()
         unsynced = self.cluster.unsynced() if self.cluster is not None else []
         detail: dict[str, Any] = {
-            "policies": self.snapshot.summary() if self.snapshot else None,
+            "policies": snapshot.summary() if snapshot else None,
             "loadError": self.error,
             "unsyncedKinds": unsynced,
         }
-        return self.snapshot is not None and not unsynced, detail
+        return snapshot is not None and not unsynced, detail
+
+
+def _loaded(snapshot: Snapshot | None) -> Loaded | None:
+    return Loaded(snapshot.generation, snapshot.sources, snapshot.objects) if snapshot is not None else None
+
+
+def _generation(snapshot: Snapshot | None) -> int:
+    return snapshot.generation if snapshot is not None else 0

@@ -1,13 +1,17 @@
 """``upgrade-gate serve``: the Flask application under gunicorn, over TLS, with reloads.
 
 Process model (gunicorn's, embedded with a ``BaseApplication`` subclass): the master loads the policy set
-and the application once (``preload_app``), then forks ``workers`` sync workers that inherit both. Each
-worker answers one request at a time on the shared listening socket.
+and the application once (``preload_app``), then forks ``workers`` threaded workers that inherit both
+(``webhook.serve.worker``: gunicorn's ``gthread`` with kept-alive connections and I/O timeouts). Each
+worker answers up to ``threads`` requests at once on the shared listening socket.
 
-- Policies reload on SIGHUP (gunicorn's graceful reload): the master loads the files again, keeps the new
-  set only if it loads, then replaces its workers; new workers serve the new set, old ones finish their
-  request. A thread in the master sends that SIGHUP itself when the policy or object files change
-  (checked every ``reload_interval_s``).
+- Policies reload on SIGHUP, in place: the master loads the files again, keeps the new set only if it loads,
+  and publishes it (``PolicyRuntime`` over a ``SharedRecord``) staged, then active (``PolicyArbiter``); each
+  worker compiles a staged set in a background thread and adopts the active one before its next decision, with
+  its connections and threads untouched. gunicorn's own SIGHUP handling
+  (new workers, the old ones retiring) is not used: a retiring worker kept answering requests on its
+  kept-alive connections with the old set after new workers served the new one. A thread in the master sends
+  that SIGHUP itself when the policy or object files change (checked every ``reload_interval_s``).
 - Certificates reload in each worker at the next connection after their files change
   (``tls.ReloadingContext``), without a restart.
 - With a cluster, each worker runs its own watch cache (``webhook.io.kube.cache``), started after the fork.
@@ -21,12 +25,16 @@ import logging
 import math
 import os
 import signal
+import socket
+import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 
 from webhook import logs
 from webhook.errors import InputError, PolicyLoadError
@@ -34,19 +42,28 @@ from webhook.io.kube.cache import ApiSource, WatchCache, policy_resources
 from webhook.io.kube.cluster import connect
 from webhook.serve.app import create_app
 from webhook.serve.metrics import Metrics, forget_process
-from webhook.serve.runtime import ClusterCache, PolicyRuntime
+from webhook.serve.runtime import PREPARE_INTERVAL_S, ClusterCache, PolicyRuntime
+from webhook.serve.shared import SharedRecord
 from webhook.serve.tls import ReloadingContext, development_certificates
+from webhook.serve.worker import admission_worker
 from webhook.settings import ServeSettings
 
 log = logging.getLogger(__name__)
 
 ClusterFactory = Callable[[], ClusterCache]
 
+#: The apiserver decodes JSON nested up to 10,000 levels (``k8s.io/apimachinery/pkg/util/json``) and sends such
+#: objects to webhooks as they are. Reading one takes a recursion level per nesting level, converting it to CEL
+#: about two: the interpreter's limit and the request threads' stacks are raised to match.
+RECURSION_LIMIT = 24_000
+THREAD_STACK_BYTES = 64 * 1024 * 1024
+
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
     """gunicorn serving ``app`` (whose ``runtime`` it reloads) with ``settings``.
 
-    ``cluster``: builds a started watch cache in each worker, or ``None`` without a cluster.
+    ``cluster``: builds a started watch cache in each worker, or ``None`` without a cluster. ``metrics``: where
+    the workers report their connections (default: a registry of its own).
     """
 
     def __init__(
@@ -56,8 +73,11 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         runtime: PolicyRuntime,
         tls: ReloadingContext,
         cluster: ClusterFactory | None = None,
+        *,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics if metrics is not None else Metrics(settings.metrics_dir)
         self.application = app
         self.runtime = runtime
         self.tls = tls
@@ -71,8 +91,11 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         config: dict[str, Any] = {
             "bind": [f"{host}:{settings.port}"],
             "workers": settings.worker_count,
-            "worker_class": "sync",
-            # The last resort behind the request deadline: gunicorn kills a worker silent for this long.
+            "worker_class": admission_worker(settings.io_timeout_s, self.metrics),
+            "threads": settings.threads,
+            "worker_connections": settings.max_connections,
+            "keepalive": math.ceil(settings.keepalive_s),
+            # gunicorn kills a worker whose main loop (not a request) is silent for this long.
             "timeout": math.ceil(settings.request_timeout_s) + 10,
             "graceful_timeout": math.ceil(settings.request_timeout_s) + 2,
             "preload_app": True,
@@ -96,10 +119,9 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         """The WSGI application (loaded once, in the master)."""
         return self.application
 
-    def reload(self) -> None:
-        """SIGHUP in the master: reload gunicorn's settings and the policy set (kept only if it loads)."""
-        super().reload()
-        self.runtime.load()
+    def run(self) -> None:
+        """Serve until SIGTERM/SIGINT, with SIGHUP reloading the policy set in place (``PolicyArbiter``)."""
+        PolicyArbiter(self).run()
 
     def _when_ready(self, arbiter: Any) -> None:
         log.info(
@@ -122,10 +144,31 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
     def _post_fork(self, arbiter: Any, worker: Any) -> None:
         if self.cluster is not None:
             self.runtime.attach(self.cluster())
+        self.runtime.prepare_in_background()
 
     def _child_exit(self, arbiter: Any, worker: Any) -> None:
         if self.settings.metrics_dir is not None:
             forget_process(self.settings.metrics_dir, worker.pid)
+
+
+#: How long the master leaves the workers to compile a staged policy set before it activates it, as a multiple of
+#: the time it took itself (the workers compile it in a thread beside their requests), plus the interval at which
+#: they look for one.
+WORKER_HEADSTART = 3.0
+
+
+class PolicyArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's master process, except that SIGHUP reloads the policy set in place instead of replacing the
+    workers: the master loads it and publishes it staged (``PolicyRuntime.stage``), leaves the workers
+    ``WORKER_HEADSTART`` times its own loading time (and ``PREPARE_INTERVAL_S``) to compile it in the background,
+    then activates it."""
+
+    def handle_hup(self) -> None:
+        runtime = self.app.runtime
+        started = time.monotonic()
+        if runtime.stage():
+            time.sleep(WORKER_HEADSTART * (time.monotonic() - started) + PREPARE_INTERVAL_S)
+            runtime.activate()
 
 
 def cluster_cache(settings: ServeSettings) -> ClusterFactory | None:
@@ -138,12 +181,31 @@ def cluster_cache(settings: ServeSettings) -> ClusterFactory | None:
     return lambda: WatchCache(ApiSource(connect(settings.kubeconfig)), resources, resync_s=settings.resync_s).start()
 
 
+def check_address(host: str, port: int) -> None:
+    """Raise ``InputError`` (``cannot listen on <host>:<port>: <reason>``) if the address cannot be bound, as
+    gunicorn binds it (``SO_REUSEADDR``): gunicorn itself would retry for five seconds and log each attempt."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as error:
+        shown = f"[{host}]" if ":" in host else host
+        raise InputError(f"cannot listen on {shown}:{port}: {error.strerror or error}") from None
+
+
 def serve(settings: ServeSettings) -> None:
-    """Load everything, then serve until SIGTERM/SIGINT. Raises ``InputError`` (bad certificate files,
-    ``cert`` without ``key``), ``PolicyLoadError`` (a policy set that does not load at start) and
-    ``ClusterError`` (a cluster to watch but no configuration for it)."""
+    """Load everything, then serve until SIGTERM/SIGINT. Raises ``InputError`` (no policies at ``policies``, an
+    address that cannot be bound, bad certificate files, ``cert`` without ``key``), ``PolicyLoadError`` (a policy
+    set that does not load at start) and ``ClusterError`` (a cluster to watch but no configuration for it)."""
     if (settings.cert is None) != (settings.key is None):
         raise InputError("--cert and --key go together")
+    if not settings.policies.exists():
+        raise InputError(
+            f"no policies found: {settings.policies.absolute()} does not exist "
+            "(give --policies DIR|FILE or UPGRADE_GATE_POLICIES)"
+        )
+    check_address(settings.host, settings.port)
     if settings.cert is not None and settings.key is not None:
         cert, key = settings.cert, settings.key
     else:
@@ -151,8 +213,12 @@ def serve(settings: ServeSettings) -> None:
     tls = ReloadingContext(cert, key, settings.client_ca)
     tls.current()
     metrics = Metrics(settings.metrics_dir)
-    runtime = PolicyRuntime(settings.policies, settings.objects, metrics=metrics, engine=settings.cel_engine)
+    runtime = PolicyRuntime(
+        settings.policies, settings.objects, metrics=metrics, engine=settings.cel_engine, shared=SharedRecord()
+    )
     if not runtime.load():
         raise PolicyLoadError(runtime.error or "the policy set does not load")
     cluster = cluster_cache(settings)
-    WebhookServer(settings, create_app(settings, runtime, metrics), runtime, tls, cluster).run()
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+    threading.stack_size(THREAD_STACK_BYTES)
+    WebhookServer(settings, create_app(settings, runtime, metrics), runtime, tls, cluster, metrics=metrics).run()

@@ -13,11 +13,13 @@ a per-activation function that ``variables.<name>`` compiles to (``read_variable
 values or, for a few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording where one is
 known (``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation (``Iteration budget
 exceeded``) and the library calls' cost (``cost.library_call_cost`` against ``Limits.cost_limit``) both end in
-``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The parser nests
-at most 32 levels (its fixed limit; cel-go's, and ours, is 250): a deeper expression is compiled and evaluated by
-the fallback backend, cel-python (``FallbackExecutable``). Where cel-cpp's checker refuses what cel-go accepts
-(ordering between int, uint and double; ``string(cidr)``), the operands are made ``dyn`` and compiled again
-(``dyn_operands``).
+``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The request's
+deadline is checked as each evaluation starts and ends and in every library call (``cost.Budget``): cel-cpp
+turns the ``DeadlineExceeded`` a library call raises into an error value, and ``Budget.settle`` raises it again.
+The parser nests at most 32 levels (its fixed limit; cel-go's, and ours, is 250): a deeper expression is compiled
+and evaluated by the fallback backend, cel-python (``FallbackExecutable``). Where cel-cpp's checker refuses what
+cel-go accepts (ordering between int, uint and double; ``string(cidr)``), the operands are made ``dyn`` and
+compiled again (``dyn_operands``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from webhook.policy.cel.backend import Backend, Executable, Limits
 from webhook.policy.cel.celexpr.functions import BUDGET, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
-from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget
+from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
 from webhook.policy.cel.frontend.check import Signatures, front_end, uses_optionals
 from webhook.policy.cel.frontend.standard import STANDARD
 from webhook.policy.cel.frontend.tree import Node
@@ -128,7 +130,8 @@ class CelExprExecutable:
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
         backend = self._backend
-        budget = Budget(self._cost_limit) if self._cost_limit is not None else None
+        budget = Budget(self._cost_limit)
+        check_deadline()
         token = BUDGET.set(budget)
         try:
             result = self._expression.eval(backend.activation(activation))
@@ -138,8 +141,7 @@ class CelExprExecutable:
             raise CelEvaluationError(evaluation_message(str(error))) from None
         finally:
             BUDGET.reset(token)
-        if budget is not None and budget.spent > budget.limit:
-            raise CostLimitExceeded(COST_LIMIT_MESSAGE)
+            budget.settle()
         if result.type() == cel.Type.ERROR:
             raise CelEvaluationError(evaluation_message(str(result.value())))
         return from_expr(result.plain_value())
@@ -342,6 +344,9 @@ class CelExprBackend:
         def read(name: str) -> object:
             if name in converted:
                 return converted[name]
+            budget = BUDGET.get()
+            if budget is not None and budget.cancelled:  # abandoned, as in LibraryCall
+                return None
             value = variables.get(name, _MISSING)
             if value is _MISSING:
                 raise CelEvaluationError(f"no such key: {name}")

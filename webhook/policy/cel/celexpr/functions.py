@@ -70,6 +70,8 @@ class LibraryCall:
     def __call__(self, *arguments: Any) -> Any:
         budget = BUDGET.get()
         if budget is not None:
+            if budget.cancelled:  # abandoned: cel-cpp runs on, but its result is never used (Budget.settle)
+                return None
             budget.charge(library_call_cost(arguments))
         decoded = [self.types.decode(argument) for argument in arguments]
         overload: Overload | None = self.overloads[0]

@@ -1,6 +1,7 @@
 """The cel-python implementation of ``backend.Backend``: parse, check, evaluate with a budget.
 
-Every failure leaves as ``CelCompileError`` or ``CelEvaluationError``/``CostLimitExceeded``: cel-python's
+Every failure leaves as ``CelCompileError``, ``CelEvaluationError``/``CostLimitExceeded`` or the request's
+``DeadlineExceeded`` (``cost.Budget.settle``, whatever the evaluator caught on the way): cel-python's
 ``CELEvalError`` values, ``RecursionError`` and any other Python exception are wrapped (the cel-python notes
 list raw ``ValueError``, ``RecursionError`` and internal syntax errors among what it can raise).
 """
@@ -20,7 +21,7 @@ from webhook.policy.cel.celpython.evaluator import Scope
 from webhook.policy.cel.celpython.functions import dispatch_tables
 from webhook.policy.cel.celpython.operators import OPERATORS
 from webhook.policy.cel.celpython.optionals import OptionalEvaluator
-from webhook.policy.cel.cost import Budget
+from webhook.policy.cel.cost import Budget, check_deadline
 from webhook.policy.cel.frontend.check import Signatures, front_end
 from webhook.policy.cel.frontend.standard import STANDARD, TYPE_VALUES
 from webhook.policy.cel.frontend.tree import Node
@@ -78,7 +79,8 @@ class CelPythonExecutable:
         """See ``backend.Executable.evaluate``."""
         backend = self._backend
         scope = Scope({**backend.namespaces, **activation}, backend.functions, backend.methods, _TYPES)
-        budget = Budget(self._cost_limit) if self._cost_limit is not None else None
+        budget = Budget(self._cost_limit)
+        check_deadline()
         try:
             result = OptionalEvaluator(self._tree, scope, budget, self._literals).evaluate()
         except CELEvalError as error:
@@ -89,6 +91,8 @@ class CelPythonExecutable:
             raise CelEvaluationError("expression nesting is too deep to evaluate") from None
         except Exception as error:  # cel-python internals: never let a raw Python exception escape
             raise CelEvaluationError(f"internal error: {type(error).__name__}: {error}") from None
+        finally:
+            budget.settle()
         found = _nested_error(result)
         if found is not None:
             raise CelEvaluationError(found)

@@ -2,8 +2,9 @@
 
 Subclasses ``celpy.evaluation.Evaluator`` and replaces what Kubernetes policies need done differently:
 
-* every evaluation step is charged to a ``Budget`` (``cost.py``), also inside macros, so a runaway
-  comprehension stops with ``CostLimitExceeded``;
+* every evaluation step is charged to a ``Budget`` (``cost.py``), also inside macros, and comprehension
+  iterations are counted against cel-cpp's cap (``cost.MAX_ITERATIONS`` per evaluation), so a runaway
+  comprehension stops with ``CostLimitExceeded`` as on cel-expr; the budget also checks the request deadline;
 * the macros ``all exists exists_one filter map(x, f) map(x, p, f)`` are evaluated here with one variable
   scope per comprehension (cel-python's ``map`` has no 3-argument form, and its ``min``/``reduce`` macros
   are gone: ``min`` is the Kubernetes list function);
@@ -90,9 +91,10 @@ class Scope:
 
 
 class BudgetEvaluator(Evaluator):
-    """Evaluates one parse tree in one ``Scope``, charging ``budget`` (``None``: no cost accounting)."""
+    """Evaluates one parse tree in one ``Scope``, charging ``budget`` (its ``limit`` ``None``: steps are counted
+    but not limited; comprehension iterations and the deadline still are)."""
 
-    def __init__(self, ast: Node, scope: Scope, budget: Budget | None, literals: Mapping[int, Any]) -> None:
+    def __init__(self, ast: Node, scope: Scope, budget: Budget, literals: Mapping[int, Any]) -> None:
         self.ast = ast
         self.literals = literals
         self.scope = scope
@@ -105,9 +107,7 @@ class BudgetEvaluator(Evaluator):
 
     def _visit_tree(self, tree: Node) -> Any:
         rule = tree.data
-        if self.budget is not None and (
-            rule in _UNIT_COST_RULES or (rule in _OPERATOR_RULES and len(tree.children) > 1)
-        ):
+        if rule in _UNIT_COST_RULES or (rule in _OPERATOR_RULES and len(tree.children) > 1):
             self.budget.charge(1)
         return getattr(self, rule)(tree)
 
@@ -227,8 +227,7 @@ class BudgetEvaluator(Evaluator):
         function = table.get(name)
         if function is None:
             return CELEvalError(f"undeclared reference to '{name}'")
-        if self.budget is not None:
-            self.budget.charge(library_call_cost(tuple(arguments)))
+        self.budget.charge(library_call_cost(tuple(arguments)))
         try:
             return function(*arguments)
         except CostLimitExceeded:
@@ -280,8 +279,7 @@ class BudgetEvaluator(Evaluator):
 
         def each(evaluator: BudgetEvaluator) -> Iterator[tuple[Any, Any]]:
             for item in list(target):
-                if self.budget is not None:
-                    self.budget.charge(1)
+                self.budget.iterate()
                 scope.variables[variable] = item
                 yield item, evaluator.visit(evaluator.ast)
 
