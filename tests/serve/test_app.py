@@ -21,7 +21,6 @@ from webhook.policy.decision import Decision as Allowed
 from webhook.policy.model import PolicySet
 from webhook.serve.app import create_app
 from webhook.serve.metrics import Metrics
-from webhook.serve.review import Decision
 from webhook.serve.runtime import PolicyRuntime
 from webhook.settings import DEFAULT_CEL_ENGINE, ServeSettings
 
@@ -116,7 +115,7 @@ class Stub:
     def __init__(self, policies: PolicySet, store: ObjectStore, *, sleep: float = 0, error: Exception | None = None):
         self.sleep, self.error = sleep, error
 
-    def decide(self, request: Mapping[str, Any]) -> Decision:
+    def decide(self, request: Mapping[str, Any]) -> Allowed:
         end = time.monotonic() + self.sleep
         while time.monotonic() < end:
             check_deadline()

@@ -31,7 +31,7 @@ from webhook import logs
 from webhook.errors import DeadlineExceeded, ReviewError
 from webhook.policy.cel.cost import deadline
 from webhook.serve.metrics import CONTENT_TYPE, Metrics
-from webhook.serve.review import Decision, Refusal, Review, parse_review, render_error, render_response
+from webhook.serve.review import Answer, Refusal, Review, parse_review, render_error, render_response
 from webhook.serve.runtime import PolicyRuntime, Snapshot
 from webhook.settings import ServeSettings
 
@@ -112,12 +112,12 @@ def _refuse(
     return answer, code
 
 
-def _decide(state: State, review: Review, endpoint: str) -> Decision:
+def _decide(state: State, review: Review, endpoint: str) -> Answer:
     """The decision for ``review``; ``ReviewError`` propagates, any other failure is a ``Refusal``.
 
     Decided with the runtime's current set; if a reload published a newer set meanwhile, decided again with
     it, so that no answer leaves from a set older than the last one published."""
-    decided: tuple[Snapshot, Decision] | None = None
+    decided: tuple[Snapshot, Answer] | None = None
     while True:
         try:
             snapshot = state.runtime.current()
@@ -130,7 +130,7 @@ def _decide(state: State, review: Review, endpoint: str) -> Decision:
         decided = snapshot, _evaluate(state, snapshot, review, endpoint)
 
 
-def _evaluate(state: State, snapshot: Snapshot, review: Review, endpoint: str) -> Decision:
+def _evaluate(state: State, snapshot: Snapshot, review: Review, endpoint: str) -> Answer:
     admit = snapshot.admitter.mutate if endpoint == MUTATE else snapshot.admitter.validate
     try:
         with deadline(state.settings.request_timeout_s):
@@ -151,7 +151,7 @@ def _failed(state: State, review: Review, endpoint: str, error: Exception) -> Re
     return Refusal(f"upgrade-gate: internal error while evaluating policies: {type(error).__name__}")
 
 
-def _record(metrics: Metrics, endpoint: str, review: Review, decision: Decision, elapsed: float) -> None:
+def _record(metrics: Metrics, endpoint: str, review: Review, decision: Answer, elapsed: float) -> None:
     """Count, time and log one answered review."""
     outcome = "allowed" if decision.allowed else "refused" if isinstance(decision, Refusal) else "denied"
     policy = denying_policy(decision)
@@ -182,13 +182,13 @@ def _record(metrics: Metrics, endpoint: str, review: Review, decision: Decision,
     )
 
 
-def denying_policy(decision: Decision) -> str:
+def denying_policy(decision: Answer) -> str:
     """The name of the policy whose denial is the response's message; ``""`` if allowed or none named."""
     found = _POLICY.match(decision.message) if not decision.allowed else None
     return found.group("policy") if found else ""
 
 
-def failed_closed(decision: Decision, *, mutating: bool) -> bool:
+def failed_closed(decision: Answer, *, mutating: bool) -> bool:
     """True if ``decision`` denies because a ``failurePolicy: Fail`` policy errored (see ``_ERRORED``)."""
     if decision.allowed or isinstance(decision, Refusal):
         return False

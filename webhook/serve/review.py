@@ -14,9 +14,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 from webhook.errors import ReviewError
+from webhook.policy.decision import Decision
 
 GROUP = "admission.k8s.io"
 VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1beta1")
@@ -25,31 +26,6 @@ OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 JSON_CONTENT_TYPE = "application/json"
 #: Digits of the largest float64 (about 1.8e308): no Kubernetes number has more.
 MAX_INTEGER_DIGITS = 309
-
-
-class Decision(Protocol):
-    """What the HTTP layer needs of a policy decision (``webhook.policy.engine.Decision`` has this shape).
-
-    ``code`` is the HTTP status of a denial (401/403/404/413/422, 500 for an internal error); ``patch`` the
-    RFC 6902 operations, empty when nothing changes.
-    """
-
-    @property
-    def allowed(self) -> bool: ...
-    @property
-    def code(self) -> int: ...
-    @property
-    def reason(self) -> str: ...
-    @property
-    def message(self) -> str: ...
-    @property
-    def causes(self) -> Sequence[str]: ...
-    @property
-    def warnings(self) -> Sequence[str]: ...
-    @property
-    def audit_annotations(self) -> Mapping[str, str]: ...
-    @property
-    def patch(self) -> Sequence[Mapping[str, Any]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +44,10 @@ class Refusal:
     warnings: Sequence[str] = ()
     audit_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     patch: Sequence[Mapping[str, Any]] = ()
+
+
+Answer = Decision | Refusal
+"""What the HTTP layer answers with: a policy decision, or a refusal by the webhook itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +160,7 @@ def _check_request(request: Mapping[str, Any]) -> None:
             raise ReviewError(f"request.{key} must be an object or null")
 
 
-def render_response(review: Review, decision: Decision, *, mutating: bool) -> dict[str, Any]:
+def render_response(review: Review, decision: Answer, *, mutating: bool) -> dict[str, Any]:
     """The AdmissionReview answering ``review`` with ``decision``, in ``review``'s apiVersion.
 
     ``response``: ``uid``, ``allowed``; ``status`` (``{code, reason, message, details.causes}``) when denied;
