@@ -94,3 +94,14 @@ def test_a_status_that_already_says_everything_is_written_again_unchanged() -> N
     again = {**obj, "status": first}
     assert revision_status(again, assess(again, ext), now=NOW + datetime.timedelta(hours=1)) == first
     assert notices("cnpg-1.28.0", first["conditions"], assess(again, ext)) == []
+
+
+def test_the_printer_columns_read_the_state_and_the_version_the_upgrade_started_from() -> None:
+    obj = revision({"revision": {"version": "1.28.0", "approved": True}})
+    pending = revision_status(obj, assess(obj, extension({"extension": {"installed": "1.27.1"}})), now=NOW)
+    assert (pending["state"], pending["fromVersion"]) == ("Progressing", "1.27.1")
+    done = {**obj, "status": pending}
+    succeeded = revision_status(done, assess(done, extension({"extension": {"installed": "1.28.0"}})), now=NOW)
+    assert (succeeded["state"], succeeded["fromVersion"]) == ("Succeeded", "1.27.1"), "kept once it succeeded"
+    gone = revision_status(done, assess(done, None), now=NOW)
+    assert (gone["state"], gone["fromVersion"]) == ("Failed", "1.27.1")

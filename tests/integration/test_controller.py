@@ -268,6 +268,7 @@ def test_a_revision_goes_from_pending_approval_to_held_by_the_gate_to_succeeded(
     until(lambda: summary(olm, "ctl-a-1.28.0") == {"example.com/Scanned": ("True", "Clean"), **PENDING}, "pending")
     written = revision(olm, "ctl-a-1.28.0") or {}
     assert written["status"]["observedGeneration"] == written["metadata"]["generation"]
+    assert (written["status"]["state"], written["status"]["fromVersion"]) == ("PendingApproval", "1.27.1")
     assert written["status"]["conditions"][0]["type"] == "example.com/Scanned", "others keep their place"
     assert conditions(olm, "ctl-a-1.28.0")["Progressing"]["message"] == (
         "upgrade of ctl-a from 1.27.1 to 1.28.0 is waiting for approval: approve ClusterExtensionRevision ctl-a-1.28.0"

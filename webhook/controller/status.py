@@ -44,6 +44,7 @@ APPROVED, PENDING_APPROVAL, APPROVAL_RESET = "Approved", "PendingApproval", "App
 UPGRADING, SUCCEEDED_REASON, FAILED_REASON = "Upgrading", "Succeeded", "Failed"
 OWNED = ("Approved", "Progressing", "Succeeded", "Reconciling", "Stalled", "Ready")
 
+_STATE_NAMES = {PENDING: "PendingApproval", PROGRESSING: "Progressing", SUCCEEDED: "Succeeded", FAILED: "Failed"}
 # state -> (status, reason) of Progressing, Succeeded, Reconciling, Stalled, Ready; None = absent.
 _CONTRACT: dict[str, tuple[tuple[str, str] | None, ...]] = {
     PENDING: (("False", PENDING_APPROVAL), ("False", PENDING_APPROVAL), None, None, ("False", PENDING_APPROVAL)),
@@ -70,13 +71,14 @@ class Assessment:
     """What a revision's state is and why: ``state`` (one of the four), ``message`` (the state's message on
     Progressing, Succeeded, Reconciling, Stalled and Ready), ``approved`` and ``approval`` (the reason and message
     of ``Approved``), and ``held``: operator-controller's own ``Progressing`` message while it retries the
-    upgrade (the gate's denial), else ``None``."""
+    upgrade (the gate's denial), else ``None``; ``installed``: the ClusterExtension's installed version."""
 
     state: str
     message: str
     approved: bool
     approval: tuple[str, str]
     held: str | None = None
+    installed: str | None = None
 
 
 def _spec(revision: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -122,21 +124,20 @@ def assess(revision: Mapping[str, Any], extension: Mapping[str, Any] | None) -> 
     reason, report = str(progressing.get("reason") or ""), str(progressing.get("message") or "")
     if installed is not None and reached(installed, version):
         past = "" if installed.strip() == version.strip() else f" (installed {installed})"
-        return Assessment(SUCCEEDED, f"{owner} upgraded to {version}{past}", approved, approval)
+        return Assessment(SUCCEEDED, f"{owner} upgraded to {version}{past}", approved, approval, None, installed)
     held = report if reason == "Retrying" and report else None
     moving = f"{owner} from {installed or 'nothing installed'} to {version}"
     if not approved:
         message = f"upgrade of {moving} is waiting for approval: approve ClusterExtensionRevision {name}"
-        return Assessment(
-            PENDING, message + (f"; ClusterExtension {owner}: {held}" if held else ""), approved, approval, held
-        )
+        message += f"; ClusterExtension {owner}: {held}" if held else ""
+        return Assessment(PENDING, message, approved, approval, held, installed)
     if reason == "Blocked":
-        return Assessment(FAILED, f"upgrade of {moving} failed: ClusterExtension {owner}: {report}", approved, approval)
+        message = f"upgrade of {moving} failed: ClusterExtension {owner}: {report}"
+        return Assessment(FAILED, message, approved, approval, None, installed)
     if held:
-        return Assessment(
-            PROGRESSING, f"upgrade of {moving} is held: ClusterExtension {owner}: {held}", approved, approval, held
-        )
-    return Assessment(PROGRESSING, f"upgrading {moving}", approved, approval)
+        message = f"upgrade of {moving} is held: ClusterExtension {owner}: {held}"
+        return Assessment(PROGRESSING, message, approved, approval, held, installed)
+    return Assessment(PROGRESSING, f"upgrading {moving}", approved, approval, None, installed)
 
 
 def _approval(revision: Mapping[str, Any], approved: bool) -> tuple[str, str]:
@@ -155,8 +156,10 @@ def _approval(revision: Mapping[str, Any], approved: bool) -> tuple[str, str]:
 
 def revision_status(revision: KubeObject, assessment: Assessment, *, now: datetime.datetime) -> dict[str, Any]:
     """The ``status`` the revision should have: its conditions with the controller's six set per the contract
-    (others kept in place) and ``observedGeneration`` = ``metadata.generation``. Compare with the current
-    status to know whether a write is due."""
+    (others kept in place), ``observedGeneration`` = ``metadata.generation``, ``state`` (``PendingApproval``,
+    ``Progressing``, ``Succeeded`` or ``Failed``, for ``kubectl get``) and ``fromVersion``: the installed version
+    the upgrade starts from (kept as it was once the upgrade succeeded or the ClusterExtension is gone).
+    Compare with the current status to know whether a write is due."""
     generation = int((revision.get("metadata") or {}).get("generation") or 0)
     status = revision.get("status") if isinstance(revision.get("status"), Mapping) else {}
     conditions: list[dict[str, Any]] = [dict(c) for c in (status or {}).get("conditions") or ()]
@@ -168,7 +171,11 @@ def revision_status(revision: KubeObject, assessment: Assessment, *, now: dateti
             conditions = remove_condition(conditions, kind)
         else:
             conditions = set_condition(conditions, {"type": kind, **entry, "observedGeneration": generation}, now=now)
-    return {**(status or {}), "observedGeneration": generation, "conditions": conditions}
+    started = (status or {}).get("fromVersion")
+    start = started if assessment.state == SUCCEEDED and started else assessment.installed or started
+    written = {**(status or {}), "observedGeneration": generation, "state": _STATE_NAMES[assessment.state]}
+    written.update({"fromVersion": start} if start else {})
+    return {**written, "conditions": conditions}
 
 
 def _entry(row: tuple[str, str] | None, message: str) -> dict[str, str] | None:
