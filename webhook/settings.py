@@ -242,7 +242,8 @@ class ControllerSettings:
     (``UPGRADE_GATE_LEASE_NAME``, ``upgrade-gate-controller``) held by ``identity`` (``POD_NAME``; empty = the
     host name) for ``lease_duration_s`` (``UPGRADE_GATE_LEASE_DURATION``, 15 s, renewed every third of it).
 
-    Process: ``health_host``/``health_port`` (``UPGRADE_GATE_HEALTH_HOST``, ``127.0.0.1``;
+    Process: ``workers`` (``UPGRADE_GATE_CONTROLLER_WORKERS``, 4: ClusterExtensions reconciled at once; the work
+    is mostly waiting on the API server), ``health_host``/``health_port`` (``UPGRADE_GATE_HEALTH_HOST``, ``127.0.0.1``;
     ``UPGRADE_GATE_HEALTH_PORT``, 8081; 0 = any free port) serve ``/healthz``, ``/readyz`` and ``/metrics``;
     ``log_level`` (``UPGRADE_GATE_LOG_LEVEL``, ``INFO``).
     """
@@ -257,6 +258,7 @@ class ControllerSettings:
     lease_name: str = "upgrade-gate-controller"
     identity: str = ""
     lease_duration_s: float = 15.0
+    workers: int = 4
     health_host: str = "127.0.0.1"
     health_port: int = 8081
     log_level: str = "INFO"
@@ -278,6 +280,7 @@ class ControllerSettings:
             lease_name=_text(env, f"{_PREFIX}LEASE_NAME", defaults.lease_name),
             identity=_text(env, "POD_NAME", defaults.identity),
             lease_duration_s=_number(env, f"{_PREFIX}LEASE_DURATION", defaults.lease_duration_s, minimum=1),
+            workers=int(_number(env, f"{_PREFIX}CONTROLLER_WORKERS", defaults.workers, minimum=1)),
             health_host=_text(env, f"{_PREFIX}HEALTH_HOST", defaults.health_host),
             health_port=int(_number(env, f"{_PREFIX}HEALTH_PORT", defaults.health_port)),
             log_level=_text(env, f"{_PREFIX}LOG_LEVEL", defaults.log_level).upper(),

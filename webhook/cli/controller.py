@@ -17,6 +17,7 @@ from webhook import logs
 from webhook.cli.common import handle_errors
 from webhook.cli.sync import parse_duration
 from webhook.controller.catalogs import CatalogLoader
+from webhook.controller.health import Metrics
 from webhook.controller.recorder import CONTROLLER_NAME, EventRecorder
 from webhook.controller.run import Controller, EventsOverApi
 from webhook.io.kube.cache import ApiSource
@@ -36,6 +37,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option("--leader-election/--no-leader-election", default=None, help="Elect one active replica through a "
               "Lease in $POD_NAMESPACE.  [default: on]")  # fmt: skip
 @click.option("--lease-name", help="The Lease's name.  [default: upgrade-gate-controller]")
+@click.option("--workers", type=click.IntRange(1), help="ClusterExtensions reconciled at once.  [default: 4]")
 @click.option("--health-host", help="Address of /healthz, /readyz and /metrics.  [default: 127.0.0.1]")
 @click.option("--health-port", type=click.IntRange(0, 65535), help="Their port (0: any).  [default: 8081]")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
@@ -53,8 +55,8 @@ def controller(**flags: Any) -> None:
 
     \b
     Runs until stopped (SIGTERM, Ctrl-C). Every flag has an environment variable (UPGRADE_GATE_CONTROLLER_MODE,
-    _RESYNC, _CATALOGD_CA, _LEADER_ELECTION, _LEASE_NAME, _HEALTH_HOST, _HEALTH_PORT, _LOG_LEVEL; KUBECONFIG,
-    POD_NAMESPACE, POD_NAME); flags win.
+    _RESYNC, _CATALOGD_CA, _LEADER_ELECTION, _LEASE_NAME, _CONTROLLER_WORKERS, _HEALTH_HOST, _HEALTH_PORT, _LOG_LEVEL;
+    KUBECONFIG, POD_NAMESPACE, POD_NAME); flags win.
     """
     renamed = {"resync": "resync_s"}
     given = {renamed.get(name, name): value for name, value in flags.items() if value is not None}
@@ -66,7 +68,8 @@ def controller(**flags: Any) -> None:
     logs.configure(settings.log_level)
     api_client = connect(settings.kubeconfig)
     identity = settings.identity or socket.gethostname()
-    writer = ApiWriter(api_client)
+    metrics = Metrics()
+    writer = ApiWriter(api_client, on_request=metrics.count_request)
     elector = None
     if settings.leader_election:
         duration = settings.lease_duration_s
@@ -75,7 +78,8 @@ def controller(**flags: Any) -> None:
     if settings.mode == "cluster":
         catalogs = CatalogLoader.over_http(cafile=settings.catalogd_ca, timeout_s=settings.catalog_timeout_s)
     recorder = EventRecorder(EventsOverApi(writer), f"{CONTROLLER_NAME}-{identity}")
-    running = Controller(settings, ApiSource(api_client), writer, recorder, elector=elector, catalogs=catalogs)
+    source = ApiSource(api_client)
+    running = Controller(settings, source, writer, recorder, elector=elector, catalogs=catalogs, metrics=metrics)
     stop = threading.Event()
 
     def finish(signum: int, frame: FrameType | None) -> None:

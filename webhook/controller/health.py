@@ -8,7 +8,10 @@ registry per instance):
 - ``upgrade_gate_controller_queue_depth``: ClusterExtensions waiting to be reconciled;
 - ``upgrade_gate_controller_revisions{state}``: ClusterExtensionRevisions by the state their status reports
   (``pending approval``, ``progressing``, ``succeeded``, ``failed``, ``unknown`` before a first status);
-- ``upgrade_gate_controller_leader``: 1 while this replica holds the Lease.
+- ``upgrade_gate_controller_leader``: 1 while this replica holds the Lease;
+- ``upgrade_gate_controller_api_requests_total{verb}``: requests to the Kubernetes API (``list`` and ``watch`` of
+  the watch caches; ``post``, ``patch``, ``delete`` of the writes; the Lease's own calls are not counted);
+- ``process_resident_memory_bytes`` and the other ``process_*`` metrics of ``prometheus_client``.
 
 ``/readyz`` is 200 once every watch cache has listed its kind, else 503 naming those that have not.
 """
@@ -19,7 +22,7 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector, generate_latest
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -47,6 +50,17 @@ class Metrics:
         self.leader = Gauge(
             "upgrade_gate_controller_leader", "1 while this replica holds the Lease, else 0.", registry=self.registry
         )
+        self.api_requests = Counter(
+            "upgrade_gate_controller_api_requests",
+            "Requests to the Kubernetes API by verb (watch caches and writes; not the Lease).",
+            ["verb"],
+            registry=self.registry,
+        )
+        ProcessCollector(registry=self.registry)
+
+    def count_request(self, verb: str) -> None:
+        """Count one API request of ``verb`` (``list``, ``watch``, ``post``, ``patch``, ``delete``)."""
+        self.api_requests.labels(verb).inc()
 
 
 def serve_health(host: str, port: int, metrics: Metrics, unsynced: Callable[[], list[str]]) -> ThreadingHTTPServer:

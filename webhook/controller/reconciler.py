@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -64,7 +65,8 @@ class Writer(Protocol):
 
 
 class Reconciler:
-    """Reconciles one ClusterExtension at a time (``reconcile(name)``) from ``store`` (the watch cache).
+    """Reconciles ClusterExtensions (``reconcile(name)``, thread-safe for distinct names) from ``store`` (the
+    watch cache).
 
     ``revisions_of(name)`` names the revisions of an extension (an index the controller keeps); ``catalogs``
     is the catalog loader in ``cluster`` mode, ``None`` in ``gitops`` mode (status and Events only).
@@ -85,6 +87,7 @@ class Reconciler:
         self.catalogs = catalogs
         self.clock = clock
         self._loaded: tuple[tuple[tuple[str, str], ...], LoadedCatalogs] | None = None
+        self._catalog_lock = threading.Lock()
 
     def reconcile(self, name: str) -> None:
         """Bring the revisions of the ClusterExtension ``name`` up to date; raises ``RetryLater``."""
@@ -166,9 +169,10 @@ class Reconciler:
         assert self.catalogs is not None
         manifests = self.store.list(OLM, CATALOGS.kind)
         key = tuple((str(m["metadata"].get("name")), str(m["metadata"].get("resourceVersion"))) for m in manifests)
-        if self._loaded is None or self._loaded[0] != key or self._loaded[1].problems:
-            self._loaded = (key, self.catalogs.load(manifests))
-        return self._loaded[1]
+        with self._catalog_lock:  # one download per change, whichever worker sees it first
+            if self._loaded is None or self._loaded[0] != key or self._loaded[1].problems:
+                self._loaded = (key, self.catalogs.load(manifests))
+            return self._loaded[1]
 
     def _apply(self, action: Action) -> None:
         if action.kind == CREATE:

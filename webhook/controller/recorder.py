@@ -81,6 +81,7 @@ class EventRecorder:
         self.series_window_s = series_window_s
         self._clock = clock
         self._series: dict[tuple[str, ...], _Series] = {}
+        self._purged = clock()
         self._lock = threading.Lock()
 
     def record(self, regarding: KubeObject, notice: Notice, related: KubeObject | None = None) -> None:
@@ -100,6 +101,8 @@ class EventRecorder:
         with self._lock:
             self._forget_before(now)
             series = self._series.get(key)
+            if series is not None and (now - series.last).total_seconds() > self.series_window_s:
+                series = None
             if series is not None:
                 series.count += 1
                 series.last = now
@@ -119,6 +122,10 @@ class EventRecorder:
             log.warning("event not recorded", extra=logs.fields({logs.NAME: about.get("name"), logs.ERROR: str(error)}))
 
     def _forget_before(self, now: datetime.datetime) -> None:
+        """Drop the series whose window has passed (looked at once a window at most: recording stays O(1))."""
+        if (now - self._purged).total_seconds() < self.series_window_s:
+            return
+        self._purged = now
         horizon = now - datetime.timedelta(seconds=self.series_window_s)
         for key in [k for k, s in self._series.items() if s.last < horizon]:
             del self._series[key]

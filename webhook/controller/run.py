@@ -8,6 +8,8 @@
 * **Leader.** With leader election, only the replica holding the Lease (``LeaseElector``, client-go's rules)
   reconciles; the others keep their caches warm and take over when the Lease expires. A new leader queues
   every ClusterExtension, so nothing that happened while another replica led (or none did) is lost.
+* **Workers.** ``workers`` threads take keys from the queue; a ClusterExtension is never reconciled by two at
+  once (the queue hands a key to one worker at a time).
 * **Retries.** A reconcile that fails is queued again with per-key exponential backoff (1 s doubling to 5 min);
   the worker waits on the queue, never spins.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from webhook import logs
@@ -50,6 +52,23 @@ class EventsOverApi:
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         """Merge-patch the Event ``name`` in ``namespace``."""
         self.writer.patch(_events(namespace), name, patch)
+
+
+class CountingSource:
+    """A watch cache ``Source`` that counts its LIST and WATCH requests in ``metrics``."""
+
+    def __init__(self, source: Source, metrics: Metrics) -> None:
+        self.source, self.metrics = source, metrics
+
+    def list(self, resource: Resource) -> tuple[list[KubeObject], str]:
+        """See ``Source.list``."""
+        self.metrics.count_request("list")
+        return self.source.list(resource)
+
+    def watch(self, resource: Resource, resource_version: str, timeout_s: int) -> Iterator[tuple[str, KubeObject]]:
+        """See ``Source.watch``."""
+        self.metrics.count_request("watch")
+        return self.source.watch(resource, resource_version, timeout_s)
 
 
 def _events(namespace: str) -> Resource:
@@ -91,7 +110,8 @@ class RevisionIndex:
 
 class Controller:
     """The controller: ``run(stop)`` until ``stop`` is set. ``writer`` makes every write (``ApiWriter``);
-    ``source`` feeds the watch caches; ``elector`` is ``None`` without leader election."""
+    ``source`` feeds the watch caches; ``elector`` is ``None`` without leader election; ``metrics`` (made here
+    when not given) are served on ``/metrics``."""
 
     def __init__(
         self,
@@ -102,13 +122,15 @@ class Controller:
         *,
         elector: LeaseElector | None = None,
         catalogs: CatalogLoader | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings, self.elector = settings, elector
         self.queue = WorkQueue()
         self.index = RevisionIndex()
-        self.metrics = Metrics()
+        self.metrics = metrics or Metrics()
         resources = (REVISIONS, EXTENSIONS, *((CATALOGS,) if catalogs is not None else ()))
-        self.cache = WatchCache(source, resources, resync_s=settings.resync_s, listener=self._on_change)
+        counted = CountingSource(source, self.metrics)
+        self.cache = WatchCache(counted, resources, resync_s=settings.resync_s, listener=self._on_change)
         self.reconciler = Reconciler(self.cache, self.index.names, writer, recorder, catalogs=catalogs)
 
     def _on_change(self, resource: Resource, kind: str, obj: KubeObject) -> None:
@@ -140,22 +162,25 @@ class Controller:
             self.cache.stop()
 
     def _work(self, stop: threading.Event) -> None:
-        leading = False
+        """Gate the workers: they reconcile while this replica leads and the caches are synced."""
+        leading = threading.Event()
+        for number in range(self.settings.workers):
+            threading.Thread(target=self._worker, args=(stop, leading), name=f"worker {number}", daemon=True).start()
         while not stop.is_set():
-            if self.elector is not None and not self.elector.is_leader:
-                leading = False
-                self.metrics.leader.set(0)
-                stop.wait(0.5)
-                continue
-            if self.cache.unsynced():
-                stop.wait(0.1)
-                continue
-            if not leading:
-                leading = True
-                self.metrics.leader.set(1)
+            ready = (self.elector is None or self.elector.is_leader) and not self.cache.unsynced()
+            if ready and not leading.is_set():
                 log.info("leading: reconciling every ClusterExtension", extra=logs.fields({}))
                 self.queue_all()
-            self.process(timeout_s=1.0)
+                leading.set()
+            elif not ready and leading.is_set():
+                leading.clear()
+            self.metrics.leader.set(1 if leading.is_set() else 0)
+            stop.wait(0.1 if not leading.is_set() else 0.5)
+
+    def _worker(self, stop: threading.Event, leading: threading.Event) -> None:
+        while not stop.is_set():
+            if leading.wait(0.5):
+                self.process(timeout_s=0.5)
 
     def process(self, timeout_s: float) -> bool:
         """Reconcile the next key due within ``timeout_s``; False when none was."""

@@ -4,13 +4,13 @@
 A patch that carries ``metadata.resourceVersion`` is applied only to that version of the object: the API server
 answers 409 Conflict when the object changed since, as for an update (optimistic concurrency). Every failure
 raises ``WriteError`` with the HTTP status, so a caller tells a conflict (409), a refusal (403, or an admission
-webhook's denial) and a missing object (404) apart. ``requests`` counts the calls made (for the benchmark).
+webhook's denial) and a missing object (404) apart. ``on_request`` hears the verb of every call made (metrics).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from webhook.errors import ClusterError
@@ -31,10 +31,12 @@ class WriteError(ClusterError):
 class ApiWriter:
     """Creates, patches and deletes objects of any ``Resource`` through a ``kubernetes.client.ApiClient``."""
 
-    def __init__(self, api_client: Any, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, api_client: Any, *, timeout_s: float = 30.0, on_request: Callable[[str], None] | None = None
+    ) -> None:
         self.api = api_client
         self.timeout_s = timeout_s
-        self.requests = 0
+        self.on_request = on_request
 
     def create(self, resource: Resource, body: Mapping[str, Any]) -> dict[str, Any]:
         """POST ``body`` to ``resource``'s collection; the created object."""
@@ -59,7 +61,8 @@ class ApiWriter:
                 raise
 
     def _call(self, method: str, path: str, body: Mapping[str, Any], content_type: str, what: str) -> dict[str, Any]:
-        self.requests += 1
+        if self.on_request is not None:
+            self.on_request(method.lower())
         method, url, headers, data, _ = self.api.param_serialize(
             method,
             path,
