@@ -453,3 +453,10 @@ def test_cluster_mode_reports_a_catalog_it_cannot_read_and_changes_nothing(olm, 
     (warning,) = events(olm, "ctl-pg2", "ResolutionFailed")
     assert warning["type"] == "Warning" and "catalog ctl-broken" in warning["note"] and "404" in warning["note"]
     assert revision(olm, "ctl-pg2-1.28.0") is None
+
+    # Retried with backoff (1 s, 2 s, ...): the same Warning again is one Event with a count, as client-go records it.
+    def repeated() -> bool:
+        (again,) = events(olm, "ctl-pg2", "ResolutionFailed")
+        return int((again.get("series") or {}).get("count", 1)) >= 3
+
+    until(repeated, "a series count of 3 on the one Event")

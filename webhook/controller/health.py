@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector, generate_latest
 
+from webhook.errors import InputError
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -65,7 +67,8 @@ class Metrics:
 
 def serve_health(host: str, port: int, metrics: Metrics, unsynced: Callable[[], list[str]]) -> ThreadingHTTPServer:
     """Start the endpoints on ``host``:``port`` (0 = any free port) in a daemon thread; returns the server
-    (``server_address`` says the port; ``shutdown()`` stops it). Raises ``OSError`` when the port is taken."""
+    (``server_address`` says the port; ``shutdown()`` stops it). Raises ``InputError`` when the address cannot be
+    bound (a port taken, an address not on this host)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -91,7 +94,10 @@ def serve_health(host: str, port: int, metrics: Metrics, unsynced: Callable[[], 
         def log_message(self, format: str, *args: object) -> None:
             """Probes are not logged."""
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    try:
+        server = ThreadingHTTPServer((host, port), Handler)
+    except OSError as error:
+        raise InputError(f"cannot serve /healthz on {host}:{port}: {error.strerror or error}") from None
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="health", daemon=True).start()
     return server

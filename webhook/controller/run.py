@@ -150,8 +150,8 @@ class Controller:
 
     def run(self, stop: threading.Event) -> None:
         """Watch, elect, reconcile until ``stop`` is set; the health endpoints serve meanwhile."""
-        self.cache.start()
         server = serve_health(self.settings.health_host, self.settings.health_port, self.metrics, self.cache.unsynced)
+        self.cache.start()
         if self.elector is not None:
             threading.Thread(target=self.elector.keep, args=(stop,), name="lease", daemon=True).start()
         try:
