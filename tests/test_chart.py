@@ -595,22 +595,20 @@ CLUSTER_MODE = "the controller in cluster mode with catalogd's CA and no leader 
     ("variant", "writes"),
     [
         pytest.param("the default values (generated certificates, no sync loop)", set(),
-                     id="in gitops mode the controller writes revision status only"),
+                     id="in gitops mode the controller writes status only"),
         pytest.param(CLUSTER_MODE, {"create", "patch", "delete"},
-                     id="in cluster mode the controller also creates, patches and deletes revisions"),
+                     id="in cluster mode the controller also writes revisions and switches catalog images"),
     ],
 )  # fmt: skip
-def test_the_controller_may_write_only_revision_status_and_events_unless_it_owns_the_revisions(
-    rendered, variant, writes
-):
+def test_the_controller_may_write_only_status_and_events_unless_it_owns_the_revisions(rendered, variant, writes):
     objects = rendered[variant]
-    read = {
-        ("olm.operatorframework.io", r, v) for r in ("clusterextensionrevisions", "clusterextensions") for v in READ
-    }
-    catalogs = {("olm.operatorframework.io", "clustercatalogs", v) for v in READ} if writes else set()
-    assert _grants(find(objects, "ClusterRole", CONTROLLER)["rules"]) == read | catalogs | {
+    kinds = ("clusterextensionrevisions", "clusterextensions", "clustercatalogs")
+    read = {("olm.operatorframework.io", r, v) for r in kinds for v in READ}
+    assert _grants(find(objects, "ClusterRole", CONTROLLER)["rules"]) == read | {
         ("olm.operatorframework.io", "clusterextensionrevisions/status", "patch"),
+        ("olm.operatorframework.io", "clustercatalogs/status", "patch"),
         *(("olm.operatorframework.io", "clusterextensionrevisions", verb) for verb in writes),
+        *([("olm.operatorframework.io", "clustercatalogs", "patch")] if writes else []),
     }
     events = find(objects, "Role", f"{CONTROLLER}-events")
     assert events["metadata"]["namespace"] == "default", "Events about cluster-scoped objects live in default"

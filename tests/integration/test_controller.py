@@ -460,3 +460,52 @@ def test_cluster_mode_reports_a_catalog_it_cannot_read_and_changes_nothing(olm, 
         return int((again.get("series") or {}).get("count", 1)) >= 3
 
     until(repeated, "a series count of 3 on the one Event")
+
+
+# --- catalog image templates ----------------------------------------------------------------------------------------
+
+
+def catalog_conditions(cluster: ApiServer, name: str) -> list[tuple[str, str, str, str]]:
+    found = cast("dict[str, Any]", client.CustomObjectsApi(cluster.client()).get_cluster_custom_object(*CATALOGS, name))
+    return [
+        (c["type"], c["status"], c["reason"], c["message"]) for c in (found.get("status") or {}).get("conditions") or []
+    ]
+
+
+def catalog_image(cluster: ApiServer, name: str) -> str:
+    found = cast("dict[str, Any]", client.CustomObjectsApi(cluster.client()).get_cluster_custom_object(*CATALOGS, name))
+    return str(found["spec"]["source"]["image"]["ref"])
+
+
+def test_a_templated_catalog_reports_its_image_and_in_cluster_mode_switches_to_it(olm, webhook, controllers, catalogd):
+    template = "quay.io/example/catalog:v{kube_major_version}.{kube_minor_version}"
+    body = {
+        "apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterCatalog",
+        "metadata": {"name": "ctl-dynamic", "annotations": {"olm.catalogImageTemplate": template}},
+        "spec": {"source": {"type": "Image", "image": {"ref": "quay.io/example/catalog:v1.0"}}},
+    }  # fmt: skip
+    client.CustomObjectsApi(olm.client()).create_cluster_custom_object(*CATALOGS, body)
+    cluster_catalog(olm, catalogd, "ctl-dynamic", digest("ctl-dynamic", "01"))  # catalogd's status
+    gitops = controllers(lease="ctl-dyn-gitops")
+    resolved = [
+        ("TemplatesHaveResolved", "True", "AllTemplatesResolved", "catalog image reference was successfully resolved"),
+        ("ResolvedImage", "True", "AllTemplatesResolved", "quay.io/example/catalog:v1.32"),
+    ]
+    until(lambda: catalog_conditions(olm, "ctl-dynamic")[2:] == resolved, "the template's conditions")
+    assert [c[0] for c in catalog_conditions(olm, "ctl-dynamic")[:2]] == ["Serving", "Progressing"], "catalogd's kept"
+    assert catalog_image(olm, "ctl-dynamic") == "quay.io/example/catalog:v1.0", "in gitops mode Git switches it"
+    gitops.terminate()
+    gitops.wait()
+
+    controllers("controller-1", mode="cluster", lease="ctl-dyn-cluster")
+    until(lambda: catalog_image(olm, "ctl-dynamic") == "quay.io/example/catalog:v1.32", "the switch in cluster mode")
+    until(lambda: events(olm, "ctl-dynamic", "CatalogImageSwitched"), "the CatalogImageSwitched Event")
+
+    unresolvable = "quay.io/example/catalog:{kube_distro_version}"
+    client.CustomObjectsApi(olm.client()).patch_cluster_custom_object(
+        *CATALOGS, "ctl-dynamic", {"metadata": {"annotations": {"olm.catalogImageTemplate": unresolvable}}}
+    )
+    message = 'Cannot construct catalog image reference, variable(s) "{kube_distro_version}" couldn\'t be resolved'
+    until(lambda: catalog_conditions(olm, "ctl-dynamic")[2][1:] == ("False", "UnableToResolve", message), "unresolved")
+    until(lambda: events(olm, "ctl-dynamic", "TemplateUnresolved"), "the TemplateUnresolved Warning")
+    assert catalog_image(olm, "ctl-dynamic") == "quay.io/example/catalog:v1.32", "nothing switched"

@@ -21,7 +21,7 @@ from webhook.controller.health import Metrics
 from webhook.controller.recorder import CONTROLLER_NAME, EventRecorder
 from webhook.controller.run import Controller, EventsOverApi
 from webhook.io.kube.cache import ApiSource
-from webhook.io.kube.cluster import LeaseElector, connect
+from webhook.io.kube.cluster import Cluster, LeaseElector, connect
 from webhook.io.kube.writer import ApiWriter
 from webhook.settings import CONTROLLER_MODES, ControllerSettings
 
@@ -79,7 +79,10 @@ def controller(**flags: Any) -> None:
         catalogs = CatalogLoader.over_http(cafile=settings.catalogd_ca, timeout_s=settings.catalog_timeout_s)
     recorder = EventRecorder(EventsOverApi(writer), f"{CONTROLLER_NAME}-{identity}")
     source = ApiSource(api_client)
-    running = Controller(settings, source, writer, recorder, elector=elector, catalogs=catalogs, metrics=metrics)
+    running = Controller(
+        settings, source, writer, recorder, elector=elector, catalogs=catalogs, cluster=Cluster(api_client),
+        metrics=metrics,
+    )  # fmt: skip
     stop = threading.Event()
 
     def finish(signum: int, frame: FrameType | None) -> None:

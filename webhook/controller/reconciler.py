@@ -9,6 +9,12 @@
    revisions created, updated in place or deleted (``webhook.controller.lifecycle``), each write reported by an
    Event on the ClusterExtension.
 
+A key ``clustercatalog/<name>`` reconciles that ClusterCatalog's catalog image template instead
+(``webhook.controller.templates``): its ``TemplatesHaveResolved`` and ``ResolvedImage`` conditions through the
+status subresource and, in ``cluster`` mode, the switch of ``spec.source.image.ref``. The Kubernetes version comes
+from the API server's ``/version`` (read again at most every ``version_ttl_s``), a ``{group:...}`` variable from a
+GET of that object: only templated ClusterCatalogs cost these requests.
+
 Failures never stop the controller: a catalog that cannot be read, a status or revision write that is refused
 (403, an admission webhook's denial) is reported by a Warning Event; every failure ends the reconcile with
 ``RetryLater`` so that the work queue retries it with backoff.
@@ -29,11 +35,13 @@ from webhook.controller.events import NORMAL, WARNING, Notice, notices
 from webhook.controller.lifecycle import CREATE, DELETE, NOTHING_IN_RANGE, Action, plan_revisions
 from webhook.controller.recorder import EventRecorder
 from webhook.controller.status import assess, revision_status
+from webhook.controller.templates import catalog_status, current_image, image_switch, template_of
 from webhook.errors import ClusterError, UpgradeGateError
 from webhook.io.kube.cache import Resource
 from webhook.objects import KubeObject, ObjectStore
 from webhook.olm.resolve.extension import ClusterExtension
 from webhook.olm.resolve.revision import UpgradeCheck, check_extension
+from webhook.plan.templates import TEMPLATE_ANNOTATION, render_template
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +50,21 @@ REVISIONS = Resource(OLM, "ClusterExtensionRevision", "clusterextensionrevisions
 EXTENSIONS = Resource(OLM, "ClusterExtension", "clusterextensions")
 CATALOGS = Resource(OLM, "ClusterCatalog", "clustercatalogs")
 _WRITTEN = {CREATE: "RevisionCreated", "update": "RevisionUpdated", DELETE: "RevisionDeleted"}
+
+
+CATALOG_KEY = "clustercatalog/"
+
+
+class ClusterReads(Protocol):
+    """What catalog image templates read from the cluster (``webhook.io.kube.cluster.Cluster``)."""
+
+    def server_version(self) -> str:
+        """The API server's ``gitVersion``."""
+        ...
+
+    def get_object(self, api_version: str, kind: str, name: str, namespace: str) -> Mapping[str, Any] | None:
+        """One object, or ``None``."""
+        ...
 
 
 class RetryLater(ClusterError):
@@ -80,17 +103,25 @@ class Reconciler:
         recorder: EventRecorder,
         *,
         catalogs: CatalogLoader | None = None,
+        cluster: ClusterReads | None = None,
+        version_ttl_s: float = 600.0,
         clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
     ) -> None:
         self.store, self.revisions_of = store, revisions_of
         self.writer, self.recorder = writer, recorder
-        self.catalogs = catalogs
+        self.catalogs, self.cluster = catalogs, cluster
+        self.version_ttl_s = version_ttl_s
         self.clock = clock
+        self._version: tuple[datetime.datetime, str] | None = None
         self._loaded: tuple[tuple[tuple[str, str], ...], LoadedCatalogs] | None = None
         self._catalog_lock = threading.Lock()
 
     def reconcile(self, name: str) -> None:
-        """Bring the revisions of the ClusterExtension ``name`` up to date; raises ``RetryLater``."""
+        """Bring the revisions of the ClusterExtension ``name`` up to date (or the ClusterCatalog of a key
+        ``clustercatalog/<name>``); raises ``RetryLater``."""
+        if name.startswith(CATALOG_KEY):
+            self._reconcile_catalog(name.removeprefix(CATALOG_KEY))
+            return
         extension = self.store.get(OLM, "ClusterExtension", name)
         revisions = [r for n in self.revisions_of(name) if (r := self.store.get(OLM, REVISIONS.kind, n)) is not None]
         failures = [f for revision in revisions if (f := self._write_status(revision, extension))]
@@ -173,6 +204,49 @@ class Reconciler:
             if self._loaded is None or self._loaded[0] != key or self._loaded[1].problems:
                 self._loaded = (key, self.catalogs.load(manifests))
             return self._loaded[1]
+
+    def _reconcile_catalog(self, name: str) -> None:
+        catalog = self.store.get(OLM, CATALOGS.kind, name)
+        if catalog is None:
+            return
+        template = template_of(catalog)
+        try:
+            result = render_template(template, self._kube_version(), self._lookup) if template else None
+        except ClusterError as error:
+            raise RetryLater(f"ClusterCatalog {name}: {error}") from None
+        before = catalog.get("status") if isinstance(catalog.get("status"), Mapping) else {}
+        status = catalog_status(catalog, result, now=self.clock())
+        try:
+            if status != (before or {}):
+                version = (catalog.get("metadata") or {}).get("resourceVersion")
+                self.writer.patch(
+                    CATALOGS, name, {"metadata": {"resourceVersion": version}, "status": status}, status=True
+                )
+                if (
+                    result is not None
+                    and result.image is None
+                    and status.get("conditions") != (before or {}).get("conditions")
+                ):
+                    self.recorder.record(catalog, Notice(WARNING, "TemplateUnresolved", "Resolve", result.message))
+            image = image_switch(catalog, result) if self.catalogs is not None else None
+            if image is not None:
+                self.writer.patch(CATALOGS, name, {"spec": {"source": {"image": {"ref": image}}}})
+                note = f"spec.source.image.ref {current_image(catalog)} -> {image} ({TEMPLATE_ANNOTATION})"
+                self.recorder.record(catalog, Notice(NORMAL, "CatalogImageSwitched", "Switch", note))
+        except ClusterError as error:
+            raise RetryLater(f"ClusterCatalog {name}: {error}") from None
+
+    def _kube_version(self) -> str | None:
+        """The API server's version, read again once ``version_ttl_s`` has passed."""
+        if self.cluster is None:
+            return None
+        now = self.clock()
+        if self._version is None or (now - self._version[0]).total_seconds() > self.version_ttl_s:
+            self._version = (now, self.cluster.server_version())
+        return self._version[1]
+
+    def _lookup(self, api_version: str, kind: str, name: str, namespace: str) -> Mapping[str, Any] | None:
+        return self.cluster.get_object(api_version, kind, name, namespace) if self.cluster is not None else None
 
     def _apply(self, action: Action) -> None:
         if action.kind == CREATE:

@@ -1,8 +1,9 @@
 """The controller process: watch caches, a work queue, one worker, one leader.
 
-* **Watches.** ``WatchCache`` reflectors list and watch ClusterExtensionRevisions, ClusterExtensions and, in
-  ``cluster`` mode, ClusterCatalogs; every change queues the ClusterExtension it concerns (a revision queues its
-  ``spec.clusterExtensionRef.name``; a ClusterCatalog queues every ClusterExtension). Each cache relists every
+* **Watches.** ``WatchCache`` reflectors list and watch ClusterExtensionRevisions, ClusterExtensions and
+  ClusterCatalogs; every change queues the ClusterExtension it concerns (a revision queues its
+  ``spec.clusterExtensionRef.name``; a ClusterCatalog queues itself, for its image template, and in ``cluster``
+  mode every ClusterExtension). Each cache relists every
   ``resync_s`` (30 minutes by default), which queues everything again: the periodic resync costs one LIST per
   kind, and reconciling unchanged objects costs no request at all.
 * **Leader.** With leader election, only the replica holding the Lease (``LeaseElector``, client-go's rules)
@@ -25,7 +26,16 @@ from webhook import logs
 from webhook.controller.catalogs import CatalogLoader
 from webhook.controller.health import Metrics, serve_health
 from webhook.controller.queue import WorkQueue
-from webhook.controller.reconciler import CATALOGS, EXTENSIONS, OLM, REVISIONS, Reconciler, Writer
+from webhook.controller.reconciler import (
+    CATALOG_KEY,
+    CATALOGS,
+    EXTENSIONS,
+    OLM,
+    REVISIONS,
+    ClusterReads,
+    Reconciler,
+    Writer,
+)
 from webhook.controller.recorder import EventRecorder
 from webhook.controller.status import state_of
 from webhook.io.kube.cache import Resource, Source, WatchCache
@@ -122,16 +132,21 @@ class Controller:
         *,
         elector: LeaseElector | None = None,
         catalogs: CatalogLoader | None = None,
+        cluster: ClusterReads | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         self.settings, self.elector = settings, elector
         self.queue = WorkQueue()
         self.index = RevisionIndex()
         self.metrics = metrics or Metrics()
-        resources = (REVISIONS, EXTENSIONS, *((CATALOGS,) if catalogs is not None else ()))
+        self.resolves = catalogs is not None
         counted = CountingSource(source, self.metrics)
+        resources = (REVISIONS, EXTENSIONS, CATALOGS)
         self.cache = WatchCache(counted, resources, resync_s=settings.resync_s, listener=self._on_change)
-        self.reconciler = Reconciler(self.cache, self.index.names, writer, recorder, catalogs=catalogs)
+        self.reconciler = Reconciler(
+            self.cache, self.index.names, writer, recorder, catalogs=catalogs, cluster=cluster,
+            version_ttl_s=settings.resync_s,
+        )  # fmt: skip
 
     def _on_change(self, resource: Resource, kind: str, obj: KubeObject) -> None:
         """A watch event: queue the ClusterExtension it concerns."""
@@ -140,10 +155,14 @@ class Controller:
         elif resource == EXTENSIONS:
             self.queue.add(str((obj.get("metadata") or {}).get("name")))
         else:
-            self.queue_all()
+            self.queue.add(CATALOG_KEY + str((obj.get("metadata") or {}).get("name")))
+            if self.resolves:
+                self.queue_all()
 
     def queue_all(self) -> None:
-        """Queue every ClusterExtension known and every extension a revision names."""
+        """Queue every ClusterCatalog, every ClusterExtension known and every extension a revision names."""
+        for catalog in self.cache.list(OLM, CATALOGS.kind):
+            self.queue.add(CATALOG_KEY + str(catalog["metadata"]["name"]))
         names = {str(e["metadata"]["name"]) for e in self.cache.list(OLM, EXTENSIONS.kind)}
         for name in sorted(names | set(self.index.extensions())):
             self.queue.add(name)
