@@ -182,3 +182,12 @@ def test_the_controller_settings_come_from_the_environment() -> None:
     )
     assert ControllerSettings.from_env({}) == ControllerSettings()
     assert ControllerSettings.from_env({}).lease_name == "upgrade-gate-controller"
+
+
+def test_a_long_note_is_cut_to_the_events_apis_one_kilobyte_without_splitting_a_character() -> None:
+    sink = Sink()
+    EventRecorder(sink, "pod-a").record(
+        revision({"revision": {"version": "1.28.0"}}), Notice("Warning", "X", "Y", "é" * 900)
+    )
+    ((_, body),) = sink.created
+    assert len(body["note"].encode()) <= 1024 and body["note"] == "é" * 512

@@ -105,3 +105,10 @@ def test_the_printer_columns_read_the_state_and_the_version_the_upgrade_started_
     assert (succeeded["state"], succeeded["fromVersion"]) == ("Succeeded", "1.27.1"), "kept once it succeeded"
     gone = revision_status(done, assess(done, None), now=NOW)
     assert (gone["state"], gone["fromVersion"]) == ("Failed", "1.27.1")
+
+
+def test_operator_controllers_longest_message_still_makes_a_valid_condition() -> None:
+    obj = revision({"revision": {"version": "1.28.0", "approved": True}})
+    long = extension({"extension": {"installed": "1.27.1", "progressing": ["True", "Retrying", "x" * 32768]}})
+    status = revision_status(obj, assess(obj, long), now=NOW)
+    assert {len(c["message"]) for c in status["conditions"] if c["type"] != "Approved"} == {32768}

@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.controller.status import extension_of
 from webhook.objects import KubeObject
 from webhook.olm.resolve.revision import RevisionProposal, UpgradeCheck, is_pinned
 
@@ -137,8 +136,3 @@ def _name(revision: KubeObject) -> str:
 def _version(revision: KubeObject) -> str:
     spec = revision.get("spec") or {}
     return str(spec.get("version") or "") if isinstance(spec, Mapping) else ""
-
-
-def revisions_of(name: str, revisions: Sequence[KubeObject]) -> list[KubeObject]:
-    """The revisions whose ``spec.clusterExtensionRef.name`` is ``name``."""
-    return [r for r in revisions if extension_of(r) == name]

@@ -38,6 +38,7 @@ from webhook.controller.status import assess, revision_status
 from webhook.controller.templates import catalog_status, current_image, image_switch, template_of
 from webhook.errors import ClusterError, UpgradeGateError
 from webhook.io.kube.cache import Resource
+from webhook.io.kube.writer import WriteError
 from webhook.objects import KubeObject, ObjectStore
 from webhook.olm.resolve.extension import ClusterExtension
 from webhook.olm.resolve.revision import UpgradeCheck, check_extension
@@ -142,7 +143,7 @@ class Reconciler:
         try:
             self.writer.patch(REVISIONS, name, patch, status=True)
         except ClusterError as error:
-            if getattr(error, "status", 0) != 409:
+            if not isinstance(error, WriteError) or error.status != 409:
                 self.recorder.record(
                     revision, Notice(WARNING, "StatusNotWritten", "WriteStatus", str(error)), extension
                 )

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 EVENTS_API = "events.k8s.io/v1"
 CONTROLLER_NAME = "upgrade-gate.io/controller"
-MAX_NOTE = 1024
+MAX_NOTE = 1024  # bytes
 
 
 class EventSink(Protocol):
@@ -87,7 +87,7 @@ class EventRecorder:
     def record(self, regarding: KubeObject, notice: Notice, related: KubeObject | None = None) -> None:
         """Create the Event, or count a repeat of it (see the module doc)."""
         about, other = reference(regarding), reference(related) if related is not None else None
-        note = notice.note[:MAX_NOTE]
+        note = notice.note.encode()[:MAX_NOTE].decode(errors="ignore")  # events.k8s.io: at most 1 kB
         key = (
             repr(sorted(about.items())),
             repr(sorted((other or {}).items())),

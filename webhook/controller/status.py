@@ -42,6 +42,7 @@ from webhook.olm.catalog import VersionRelease
 PENDING, PROGRESSING, SUCCEEDED, FAILED = "pending approval", "progressing", "succeeded", "failed"
 APPROVED, PENDING_APPROVAL, APPROVAL_RESET = "Approved", "PendingApproval", "ApprovalReset"
 UPGRADING, SUCCEEDED_REASON, FAILED_REASON = "Upgrading", "Succeeded", "Failed"
+MAX_MESSAGE = 32768
 OWNED = ("Approved", "Progressing", "Succeeded", "Reconciling", "Stalled", "Ready")
 
 _STATE_NAMES = {PENDING: "PendingApproval", PROGRESSING: "Progressing", SUCCEEDED: "Succeeded", FAILED: "Failed"}
@@ -164,7 +165,11 @@ def revision_status(revision: KubeObject, assessment: Assessment, *, now: dateti
     status = revision.get("status") if isinstance(revision.get("status"), Mapping) else {}
     conditions: list[dict[str, Any]] = [dict(c) for c in (status or {}).get("conditions") or ()]
     reason, message = assessment.approval
-    approved = {"status": "True" if assessment.approved else "False", "reason": reason, "message": message}
+    approved = {
+        "status": "True" if assessment.approved else "False",
+        "reason": reason,
+        "message": message[:MAX_MESSAGE],
+    }
     wanted = (approved, *(_entry(row, assessment.message) for row in _CONTRACT[assessment.state]))
     for kind, entry in zip(OWNED, wanted, strict=True):
         if entry is None:
@@ -179,7 +184,9 @@ def revision_status(revision: KubeObject, assessment: Assessment, *, now: dateti
 
 
 def _entry(row: tuple[str, str] | None, message: str) -> dict[str, str] | None:
-    return None if row is None else {"status": row[0], "reason": row[1], "message": message}
+    """A condition of the contract; the message cut to metav1.Condition's 32768 characters (operator-controller's
+    own message may already be that long)."""
+    return None if row is None else {"status": row[0], "reason": row[1], "message": message[:MAX_MESSAGE]}
 
 
 def state_of(conditions: Sequence[Mapping[str, Any]] | None) -> str | None:
