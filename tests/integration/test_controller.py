@@ -26,6 +26,7 @@ import pytest
 from kubernetes import client
 
 from tests.apiserver import ROOT, ApiServer, upstream_crds, wait_for
+from tests.integration.conftest import _chart_objects
 from tests.integration.olm import (
     EXTENSIONS,
     REVISIONS,
@@ -131,11 +132,11 @@ def controllers(olm: ApiServer, tmp_path: Path) -> Iterator[Start]:
     logs: list[Any] = []
 
     def start(
-        identity: str = "controller-0", *, mode: str = "gitops", lease: str = "ctl-lease"
+        identity: str = "controller-0", *, mode: str = "gitops", lease: str = "ctl-lease", kubeconfig: str = ""
     ) -> subprocess.Popen[bytes]:
         env = {
             **os.environ,
-            "KUBECONFIG": olm.kubeconfig,
+            "KUBECONFIG": kubeconfig or olm.kubeconfig,
             "POD_NAMESPACE": "upgrade-gate",
             "POD_NAME": identity,
             "UPGRADE_GATE_CONTROLLER_MODE": mode,
@@ -509,3 +510,56 @@ def test_a_templated_catalog_reports_its_image_and_in_cluster_mode_switches_to_i
     until(lambda: catalog_conditions(olm, "ctl-dynamic")[2][1:] == ("False", "UnableToResolve", message), "unresolved")
     until(lambda: events(olm, "ctl-dynamic", "TemplateUnresolved"), "the TemplateUnresolved Warning")
     assert catalog_image(olm, "ctl-dynamic") == "quay.io/example/catalog:v1.32", "nothing switched"
+
+
+# --- the chart's least privilege ------------------------------------------------------------------------------------
+
+
+def service_account_kubeconfig(cluster: ApiServer, tmp_path: Path) -> str:
+    """A kubeconfig of the chart's controller ServiceAccount (a TokenRequest), with the chart's RBAC applied."""
+    controller = "gate-upgrade-gate-controller"
+    kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    cluster.apply(o for o in _chart_objects({}) if o["kind"] in kinds and o["metadata"]["name"].startswith(controller))
+    request = {"spec": {"expirationSeconds": 3600}}
+    answer: Any = client.CoreV1Api(cluster.client()).create_namespaced_service_account_token(
+        controller,
+        "upgrade-gate",
+        request,  # type: ignore[arg-type]  # a plain dict body, as the client's docs show
+    )
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "c", "cluster": {"server": cluster.server, "certificate-authority": cluster.ca_crt}}],
+        "users": [{"name": "sa", "user": {"token": answer.status.token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}],
+    }  # fmt: skip
+    path = tmp_path / "controller.kubeconfig"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def test_the_charts_gitops_rbac_suffices_and_refuses_what_only_cluster_mode_may_write(
+    olm, webhook, controllers, catalogd, tmp_path
+):
+    kubeconfig = service_account_kubeconfig(olm, tmp_path)
+    lease = "gate-upgrade-gate-controller"  # the one Lease the chart's Role lets it update
+    extension(olm.client(), "ctl-rbac", "0.9.0")
+    propose(olm, "ctl-rbac", "0.9.1")
+    gitops = controllers("rbac-0", lease=lease, kubeconfig=kubeconfig)
+    until(lambda: summary(olm, "ctl-rbac-0.9.1") == PENDING, "the status, written as the chart's ServiceAccount")
+    until(lambda: events(olm, "ctl-rbac-0.9.1", "UpgradeAvailable"), "its Event")
+    gitops.terminate()
+    gitops.wait()
+
+    # The same RBAC in cluster mode: creating a revision is forbidden, said by a Warning on the ClusterExtension.
+    catalogd.content["ctl-rbac-catalog"] = cnpg_catalog("1.28.0")
+    cluster_catalog(olm, catalogd, "ctl-rbac-catalog", digest("ctl-rbac-catalog", "01"))
+    cnpg_extension(olm, "ctl-rbac-pg", "ctl-rbac-catalog", "1.27.1")
+    controllers("rbac-1", mode="cluster", lease=lease, kubeconfig=kubeconfig)
+    until(lambda: events(olm, "ctl-rbac-pg", "RevisionNotWritten"), "the refusal as a Warning")
+    (refused,) = events(olm, "ctl-rbac-pg", "RevisionNotWritten")
+    assert (
+        refused["type"] == "Warning"
+        and "ctl-rbac-pg-1.28.0 not created: create ClusterExtensionRevision" in refused["note"]
+    )
+    assert "403" in refused["note"] and "forbidden" in refused["note"]
+    assert revision(olm, "ctl-rbac-pg-1.28.0") is None
