@@ -563,3 +563,33 @@ def test_the_charts_gitops_rbac_suffices_and_refuses_what_only_cluster_mode_may_
     )
     assert "403" in refused["note"] and "forbidden" in refused["note"]
     assert revision(olm, "ctl-rbac-pg-1.28.0") is None
+
+
+def test_two_cluster_mode_replicas_create_once_and_the_survivor_finishes_a_change_the_leader_left(
+    olm, webhook, controllers, catalogd
+):
+    catalogd.content["ctl-ha-catalog"] = cnpg_catalog("1.28.0")
+    cluster_catalog(olm, catalogd, "ctl-ha-catalog", digest("ctl-ha-catalog", "01"))
+    cnpg_extension(olm, "ctl-ha", "ctl-ha-catalog", "1.27.1")
+    replicas = {name: controllers(name, mode="cluster", lease="ctl-ha") for name in ("ha-a", "ha-b")}
+    until(lambda: summary(olm, "ctl-ha-1.28.0") == PENDING, "the proposal")
+    (created,) = events(olm, "ctl-ha", "RevisionCreated")
+    leader = created["reportingInstance"].removeprefix("upgrade-gate.io/controller-")
+
+    # A catalog change, and the leader killed at once: the other replica takes over and finishes it.
+    catalogd.content["ctl-ha-catalog"] = cnpg_catalog("1.28.1", {"cloudnative-pg.v1.28.1": ">=1.27.0 <1.28.1"})
+    cluster_catalog(olm, catalogd, "ctl-ha-catalog", digest("ctl-ha-catalog", "02"))
+    replicas[leader].kill()
+    replicas[leader].wait()
+
+    def updated() -> bool:
+        found = revision(olm, "ctl-ha-1.28.0") or {}
+        status = found.get("status") or {}
+        return bool(
+            found["spec"]["version"] == "1.28.1" and status["observedGeneration"] == found["metadata"]["generation"]
+        )
+
+    until(updated, "the update and its status, by the survivor", timeout=40)
+    assert summary(olm, "ctl-ha-1.28.0") == PENDING
+    assert len(events(olm, "ctl-ha", "RevisionCreated")) == 1, "created once"
+    assert len(events(olm, "ctl-ha", "RevisionUpdated")) == 1, "updated once"
