@@ -42,6 +42,7 @@ NAMESPACE = "upgrade-gate"
 FULLNAME = "gate-upgrade-gate"
 WEBHOOK = f"{FULLNAME}-webhook"
 SYNC = f"{FULLNAME}-sync"
+CONTROLLER = f"{FULLNAME}-controller"
 TLS_SECRET = f"{WEBHOOK}-tls"
 SERVICE_HOST = f"{WEBHOOK}.{NAMESPACE}.svc"
 # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest kubernetes-validate bundles.
@@ -141,7 +142,7 @@ def test_variant_validates_against_kubernetes_openapi(rendered, variant, kube):
 
 
 def test_openapi_validation_is_not_vacuous(rendered):
-    deployment = find(rendered["the default values (generated certificates, no sync loop)"], "Deployment")
+    deployment = find(rendered["the default values (generated certificates, no sync loop)"], "Deployment", WEBHOOK)
     broken = yaml.safe_load(yaml.safe_dump(deployment))
     broken["spec"]["template"]["spec"]["containers"][0]["livenessprobe"] = {}
     with pytest.raises(kubernetes_validate.ValidationError):
@@ -585,6 +586,67 @@ def test_the_sync_loop_reads_extensions_catalogs_and_add_ons_and_holds_only_its_
     assert env_of(c)["UPGRADE_GATE_LEASE_NAME"] == SYNC
 
 
+# --- the controller -----------------------------------------------------------------------------------------------
+
+CLUSTER_MODE = "the controller in cluster mode with catalogd's CA and no leader election, the webhook alone otherwise"
+
+
+@pytest.mark.parametrize(
+    ("variant", "writes"),
+    [
+        pytest.param("the default values (generated certificates, no sync loop)", set(),
+                     id="in gitops mode the controller writes status only"),
+        pytest.param(CLUSTER_MODE, {"create", "patch", "delete"},
+                     id="in cluster mode the controller also writes revisions and switches catalog images"),
+    ],
+)  # fmt: skip
+def test_the_controller_may_write_only_status_and_events_unless_it_owns_the_revisions(rendered, variant, writes):
+    objects = rendered[variant]
+    kinds = ("clusterextensionrevisions", "clusterextensions", "clustercatalogs")
+    read = {("olm.operatorframework.io", r, v) for r in kinds for v in READ}
+    assert _grants(find(objects, "ClusterRole", CONTROLLER)["rules"]) == read | {
+        ("olm.operatorframework.io", "clusterextensionrevisions/status", "patch"),
+        ("olm.operatorframework.io", "clustercatalogs/status", "patch"),
+        *(("olm.operatorframework.io", "clusterextensionrevisions", verb) for verb in writes),
+        *([("olm.operatorframework.io", "clustercatalogs", "patch")] if writes else []),
+    }
+    events = find(objects, "Role", f"{CONTROLLER}-events")
+    assert events["metadata"]["namespace"] == "default", "Events about cluster-scoped objects live in default"
+    assert _grants(events["rules"]) == {("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch")}
+    binding = find(objects, "RoleBinding", f"{CONTROLLER}-events")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": NAMESPACE}]
+
+
+def test_the_controller_runs_two_replicas_with_a_lease_probes_and_a_pdb(rendered):
+    objects = rendered["the default values (generated certificates, no sync loop)"]
+    deployment = find(objects, "Deployment", CONTROLLER)
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == CONTROLLER
+    c = container(pod)
+    assert c["args"] == ["controller"]
+    env = env_of(c)
+    assert (env["UPGRADE_GATE_CONTROLLER_MODE"], env["UPGRADE_GATE_LEADER_ELECTION"]) == ("gitops", "true")
+    assert (env["UPGRADE_GATE_LEASE_NAME"], env["UPGRADE_GATE_HEALTH_PORT"]) == (CONTROLLER, "8081")
+    assert env["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert (c["livenessProbe"]["httpGet"]["path"], c["readinessProbe"]["httpGet"]["path"]) == ("/healthz", "/readyz")
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert find(objects, "PodDisruptionBudget", CONTROLLER)["spec"]["maxUnavailable"] == 1
+    lease = find(objects, "Role", CONTROLLER)
+    assert lease["rules"][1] == {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                 "resourceNames": [CONTROLLER], "verbs": ["get", "update"]}  # fmt: skip
+
+
+def test_the_controller_in_cluster_mode_verifies_catalogd_with_the_given_ca(rendered):
+    pod = find(rendered[CLUSTER_MODE], "Deployment", CONTROLLER)["spec"]["template"]["spec"]
+    c = container(pod)
+    assert env_of(c)["UPGRADE_GATE_CONTROLLER_MODE"] == "cluster"
+    assert env_of(c)["UPGRADE_GATE_CATALOGD_CA"] == "/etc/upgrade-gate/catalogd/ca.crt"
+    volume = next(v for v in pod["volumes"] if v["name"] == "catalogd-ca")
+    assert volume["secret"] == {"secretName": "olmv1-cert", "items": [{"key": "ca.crt", "path": "ca.crt"}]}
+    assert not [o for o in rendered[CLUSTER_MODE] if o["kind"] == "Role" and o["metadata"]["name"] == CONTROLLER]
+
+
 # --- the sync loop ------------------------------------------------------------------------------------------------
 
 
@@ -694,8 +756,11 @@ def test_the_crd_serves_cluster_scoped_v1_with_status_and_printer_columns(crd):
     assert version["subresources"] == {"status": {}}
     assert [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]] == [
         ("Extension", "string", ".spec.clusterExtensionRef.name"),
-        ("Version", "string", ".spec.version"),
+        ("From", "string", ".status.fromVersion"),
+        ("To", "string", ".spec.version"),
         ("Approved", "boolean", ".spec.approved"),
+        ("State", "string", ".status.state"),
+        ("Message", "string", '.status.conditions[?(@.type=="Ready")].message'),
         ("Available Since", "date", ".spec.availableSince"),
         ("Age", "date", ".metadata.creationTimestamp"),
     ]

@@ -8,6 +8,7 @@ One dataclass per front end, each with its ``UPGRADE_GATE_*`` variables listed i
 
 - ``ServeSettings``: the admission webhook (``upgrade-gate serve``).
 - ``SyncSettings``: the GitOps sync loop (``upgrade-gate sync``).
+- ``ControllerSettings``: the in-cluster controller (``upgrade-gate controller``).
 """
 
 from __future__ import annotations
@@ -229,4 +230,71 @@ class SyncSettings:
             lease_name=_text(env, f"{_PREFIX}LEASE_NAME", defaults.lease_name),
             namespace=_text(env, "POD_NAMESPACE", defaults.namespace),
             identity=_text(env, "POD_NAME", defaults.identity),
+        )
+
+
+#: The controller's modes: ``gitops`` (Git owns the revisions; status and Events only) and ``cluster`` (the
+#: controller creates, updates and deletes the revisions itself, resolving against the cluster's catalogs).
+CONTROLLER_MODES = ("gitops", "cluster")
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    """The controller's settings (``upgrade-gate controller``); every field has a flag and a variable.
+
+    What it does: ``mode`` (``UPGRADE_GATE_CONTROLLER_MODE``, ``gitops``: one of ``CONTROLLER_MODES``),
+    ``resync_s`` (``UPGRADE_GATE_RESYNC``, 1800 s: every ClusterExtension is reconciled again this often, and
+    the watch caches relist), ``catalogd_ca`` (``UPGRADE_GATE_CATALOGD_CA``: the PEM bundle that signed
+    catalogd's serving certificate; ``None`` = the system's trust store), ``catalog_timeout_s``
+    (``UPGRADE_GATE_CATALOG_TIMEOUT``, 30 s per catalog download).
+
+    Where: ``kubeconfig`` (``KUBECONFIG``; the in-cluster configuration wins in a pod), ``namespace``
+    (``POD_NAMESPACE``, ``upgrade-gate``: the Lease's namespace).
+
+    One active replica: ``leader_election`` (``UPGRADE_GATE_LEADER_ELECTION``, true), the Lease ``lease_name``
+    (``UPGRADE_GATE_LEASE_NAME``, ``upgrade-gate-controller``) held by ``identity`` (``POD_NAME``; empty = the
+    host name) for ``lease_duration_s`` (``UPGRADE_GATE_LEASE_DURATION``, 15 s, renewed every third of it).
+
+    Process: ``workers`` (``UPGRADE_GATE_CONTROLLER_WORKERS``, 4: ClusterExtensions reconciled at once; the work
+    is mostly waiting on the API server), ``health_host``/``health_port`` (``UPGRADE_GATE_HEALTH_HOST``, ``127.0.0.1``;
+    ``UPGRADE_GATE_HEALTH_PORT``, 8081; 0 = any free port) serve ``/healthz``, ``/readyz`` and ``/metrics``;
+    ``log_level`` (``UPGRADE_GATE_LOG_LEVEL``, ``INFO``).
+    """
+
+    mode: str = "gitops"
+    resync_s: float = 1800.0
+    catalogd_ca: Path | None = None
+    catalog_timeout_s: float = 30.0
+    kubeconfig: Path | None = None
+    namespace: str = "upgrade-gate"
+    leader_election: bool = True
+    lease_name: str = "upgrade-gate-controller"
+    identity: str = ""
+    lease_duration_s: float = 15.0
+    workers: int = 4
+    health_host: str = "127.0.0.1"
+    health_port: int = 8081
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ControllerSettings:
+        """Settings from ``env`` (default ``os.environ``); raises ``InputError`` naming a variable that does not
+        parse."""
+        env = os.environ if env is None else env
+        defaults = cls()
+        return cls(
+            mode=_choice(env, f"{_PREFIX}CONTROLLER_MODE", defaults.mode, CONTROLLER_MODES),
+            resync_s=_number(env, f"{_PREFIX}RESYNC", defaults.resync_s, minimum=1),
+            catalogd_ca=_path(env, f"{_PREFIX}CATALOGD_CA"),
+            catalog_timeout_s=_number(env, f"{_PREFIX}CATALOG_TIMEOUT", defaults.catalog_timeout_s, minimum=0.1),
+            kubeconfig=_path(env, "KUBECONFIG"),
+            namespace=_text(env, "POD_NAMESPACE", defaults.namespace),
+            leader_election=_flag(env, f"{_PREFIX}LEADER_ELECTION", defaults.leader_election),
+            lease_name=_text(env, f"{_PREFIX}LEASE_NAME", defaults.lease_name),
+            identity=_text(env, "POD_NAME", defaults.identity),
+            lease_duration_s=_number(env, f"{_PREFIX}LEASE_DURATION", defaults.lease_duration_s, minimum=1),
+            workers=int(_number(env, f"{_PREFIX}CONTROLLER_WORKERS", defaults.workers, minimum=1)),
+            health_host=_text(env, f"{_PREFIX}HEALTH_HOST", defaults.health_host),
+            health_port=int(_number(env, f"{_PREFIX}HEALTH_PORT", defaults.health_port)),
+            log_level=_text(env, f"{_PREFIX}LOG_LEVEL", defaults.log_level).upper(),
         )

@@ -10,6 +10,7 @@ import click
 
 from webhook.cli.cel import cel
 from webhook.cli.certs import certs
+from webhook.cli.controller import controller
 from webhook.cli.policy import policy
 from webhook.cli.resolve import resolve
 from webhook.cli.review import review
@@ -29,6 +30,7 @@ def main() -> None:
     Check a pull request in CI:               upgrade-gate review --pull 42
     Test admission policies as code:          upgrade-gate policy test policies/tests
     Check policies, and which are portable:   upgrade-gate policy lint policies
+    Report and clean up revisions in-cluster: upgrade-gate controller --mode gitops
     Try a CEL expression:                     upgrade-gate cel eval 'semver("1.2.3").major()'
     """
 
@@ -40,3 +42,4 @@ main.add_command(serve)
 main.add_command(certs)
 main.add_command(sync)
 main.add_command(review)
+main.add_command(controller)

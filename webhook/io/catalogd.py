@@ -6,6 +6,7 @@ fetched, anything else is a directory or file for ``webhook.olm.fbc.load_catalog
 
 from __future__ import annotations
 
+import ssl
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -24,16 +25,18 @@ def open_catalog(location: str | Path, *, timeout: float = 30.0) -> Catalog:
     return load_catalog(location)
 
 
-def fetch_catalog(base: str, timeout: float = 30.0) -> Catalog:
+def fetch_catalog(base: str, timeout: float = 30.0, *, cafile: Path | None = None) -> Catalog:
     """The catalog catalogd serves at ``<base>/api/v1/all``, named after the URL's last path segment.
 
-    ``timeout`` is in seconds. Raises ``FetchError`` when the URL cannot be fetched and ``CatalogError`` when the
+    ``timeout`` is in seconds; ``cafile`` is a PEM bundle that verifies an ``https`` server (catalogd's CA; the
+    system's trust store without it). Raises ``FetchError`` when the URL cannot be fetched and ``CatalogError`` when the
     answer is not UTF-8; malformed blobs are recorded on the catalog.
     """
     base = base.rstrip("/")
     url = f"{base}/api/v1/all"
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        context = ssl.create_default_context(cafile=str(cafile)) if cafile is not None else None
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as response:
             text = response.read().decode("utf-8")
     except urllib.error.HTTPError as error:
         error.close()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import semver
@@ -226,6 +226,18 @@ class Catalog:
 
     def __post_init__(self) -> None:
         self.labels = {**self.labels, NAME_LABEL: self.name}
+
+    def with_metadata(self, meta: Catalog) -> Catalog:
+        """This catalog's content under ``meta``'s ClusterCatalog name, labels, priority, availability mode and
+        Serving (``catalog_from_cluster_catalog``); the parsed packages are shared, not copied."""
+        return replace(
+            self,
+            name=meta.name,
+            labels=meta.labels,
+            priority=meta.priority,
+            availability_mode=meta.availability_mode,
+            serving=meta.serving,
+        )
 
     def package_names(self) -> list[str]:
         """Sorted names of every package with at least one blob."""

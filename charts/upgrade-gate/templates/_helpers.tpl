@@ -32,6 +32,10 @@ Kubernetes name fields are limited to that, per the DNS label standard).
 {{- printf "%s-sync" (include "upgrade-gate.fullname" . | trunc 58 | trimSuffix "-") }}
 {{- end }}
 
+{{- define "upgrade-gate.controller.fullname" -}}
+{{- printf "%s-controller" (include "upgrade-gate.fullname" . | trunc 52 | trimSuffix "-") }}
+{{- end }}
+
 {{/* The Secret holding the serving certificate (tls.crt, tls.key, ca.crt), in both TLS modes. */}}
 {{- define "upgrade-gate.webhook.tlsSecretName" -}}
 {{- printf "%s-tls" (include "upgrade-gate.webhook.fullname" .) }}
@@ -96,6 +100,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- default (include "upgrade-gate.sync.fullname" .) .Values.sync.serviceAccount.name }}
 {{- else }}
 {{- default "default" .Values.sync.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "upgrade-gate.controller.serviceAccountName" -}}
+{{- if .Values.controller.serviceAccount.create }}
+{{- default (include "upgrade-gate.controller.fullname" .) .Values.controller.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.controller.serviceAccount.name }}
 {{- end }}
 {{- end }}
 

@@ -8,7 +8,10 @@ every minute for a kind the cluster does not serve (HTTP 404: empty, but synced)
 per-kind mapping that each change replaces, so readers never lock.
 
 ``ApiSource`` lists and watches through the official ``kubernetes`` client (raw JSON, no models);
-``WatchCache`` is handed any ``Source``, so it runs in tests without a cluster.
+``WatchCache`` is handed any ``Source``, so it runs in tests without a cluster. A ``listener`` (a controller's
+event handler, as client-go's informers call theirs) hears every change after the cache holds it: each object of
+a (re)list as ``ADDED`` (a relist is the resync), each object a relist no longer finds as ``DELETED``, and every
+watch event.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -139,6 +142,8 @@ class ApiSource:
 
 
 _Objects = Mapping[tuple[str, str], KubeObject]  # (namespace or "", name) -> object
+Listener = Callable[[Resource, str, KubeObject], None]
+"""Called with the resource, the event type (``ADDED``, ``MODIFIED``, ``DELETED``) and the object."""
 
 
 class WatchCache:
@@ -152,8 +157,10 @@ class WatchCache:
         *,
         resync_s: float = 600,
         backoff_s: tuple[float, float] = (1.0, 30.0),
+        listener: Listener | None = None,
     ) -> None:
         self.source = source
+        self.listener = listener
         self.resources = tuple(resources)
         self.resync_s = resync_s
         self.backoff_s = backoff_s
@@ -205,7 +212,18 @@ class WatchCache:
             self._objects[(resource.api_version, resource.kind)] = MappingProxyType({})
             self._stop.wait(min(self.resync_s, NOT_SERVED_RECHECK_S))
             return
-        self._objects[(resource.api_version, resource.kind)] = MappingProxyType({_key(obj): obj for obj in items})
+        listed = {_key(obj): obj for obj in items}
+        gone = [
+            obj
+            for key, obj in self._objects.get((resource.api_version, resource.kind), {}).items()
+            if key not in listed
+        ]
+        self._objects[(resource.api_version, resource.kind)] = MappingProxyType(listed)
+        if self.listener is not None:
+            for obj in gone:
+                self.listener(resource, "DELETED", obj)
+            for obj in items:
+                self.listener(resource, "ADDED", obj)
         resync_at = time.monotonic() + self.resync_s
         while not self._stop.is_set():
             remaining = int(resync_at - time.monotonic())
@@ -223,6 +241,8 @@ class WatchCache:
         else:
             current[_key(obj)] = obj
         self._objects[(resource.api_version, resource.kind)] = MappingProxyType(current)
+        if self.listener is not None:
+            self.listener(resource, kind, obj)
 
     def _reflect(self, resource: Resource) -> None:
         backoff = self.backoff_s[0]

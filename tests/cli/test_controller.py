@@ -1,0 +1,57 @@
+"""``upgrade-gate controller`` as a user starts it: bad settings and a missing cluster are one line on stderr."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from webhook.cli import main
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:9"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def _run(*args: str, **env: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["controller", *args], env={"KUBERNETES_SERVICE_HOST": "", **env})
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        pytest.param([], {"UPGRADE_GATE_CONTROLLER_MODE": "git"},
+                     "UPGRADE_GATE_CONTROLLER_MODE='git': expected gitops or cluster", id="an unknown mode"),
+        pytest.param(["--resync", "0s"], {}, "--interval '0s': must be positive", id="a resync of zero"),
+        pytest.param([], {"UPGRADE_GATE_CONTROLLER_WORKERS": "0"},
+                     "UPGRADE_GATE_CONTROLLER_WORKERS='0': must be at least 1", id="no worker"),
+    ],
+)  # fmt: skip
+def test_a_setting_that_does_not_parse_is_bad_input(args: list[str], env: dict[str, str], message: str) -> None:
+    assert _run(*args, **env) == (2, "", f"upgrade-gate: {message}\n")
+
+
+def test_without_a_cluster_configuration_it_exits_1(tmp_path: Path) -> None:
+    code, stdout, err = _run(KUBECONFIG=str(tmp_path / "missing"))
+    assert (code, stdout) == (1, "")
+    assert err.startswith("upgrade-gate: no cluster configuration: ") and err.count("\n") == 1
+
+
+def test_a_health_port_in_use_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "kubeconfig").write_text(KUBECONFIG)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, stdout, err = _run(
+            "--health-port", str(port), "--no-leader-election", KUBECONFIG=str(tmp_path / "kubeconfig")
+        )
+    assert (code, stdout) == (2, "")
+    assert err == f"upgrade-gate: cannot serve /healthz on 127.0.0.1:{port}: Address already in use\n"

@@ -1,0 +1,193 @@
+"""The controller's machinery without a cluster: the work queue (client-go's semantics), the Event recorder
+(client-go's deduplication), and a reconcile's writes, conflicts and refusals against an in-memory store."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from tests.controller.test_status import NOW, extension, revision
+from webhook.controller.events import Notice
+from webhook.controller.queue import WorkQueue
+from webhook.controller.reconciler import Reconciler, RetryLater
+from webhook.controller.recorder import EventRecorder
+from webhook.errors import ClusterError
+from webhook.io.kube.cache import Resource
+from webhook.io.kube.writer import WriteError
+from webhook.objects import InMemoryObjectStore
+from webhook.settings import ControllerSettings
+
+# --- work queue -----------------------------------------------------------------------------------------------------
+
+
+def test_a_key_waiting_in_the_queue_is_not_added_twice() -> None:
+    queue = WorkQueue()
+    for key in ("a", "b", "a"):
+        queue.add(key)
+    assert [queue.get(0), queue.get(0), queue.get(0)] == ["a", "b", None]
+
+
+def test_a_key_added_while_processed_runs_again_after_it_is_done_never_at_once() -> None:
+    queue = WorkQueue()
+    queue.add("a")
+    assert queue.get(0) == "a"
+    queue.add("a")
+    assert queue.get(0) is None, "not handed out while being processed"
+    queue.done("a")
+    assert queue.get(0) == "a"
+
+
+def test_a_failing_key_is_retried_after_a_doubling_backoff_and_forget_resets_it() -> None:
+    now = [0.0]
+    queue = WorkQueue(base_s=1.0, max_s=5.0, clock=lambda: now[0])
+    delays = []
+    for _ in range(5):
+        queue.add("a")
+        assert queue.get(0) == "a"
+        delays.append(queue.retry("a"))
+        queue.done("a")
+        assert queue.get(0) is None, "not before its backoff"
+        now[0] += delays[-1]
+        assert queue.get(0) == "a"
+        queue.done("a")
+    assert delays == [1.0, 2.0, 4.0, 5.0, 5.0]
+    queue.forget("a")
+    assert queue.retry("a") == 1.0
+
+
+# --- Event recorder -------------------------------------------------------------------------------------------------
+
+
+class Sink:
+    def __init__(self, fail: bool = False) -> None:
+        self.created: list[tuple[str, dict[str, Any]]] = []
+        self.patched: list[tuple[str, str, dict[str, Any]]] = []
+        self.fail = fail
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        if self.fail:
+            raise ClusterError("create Event: 403 forbidden")
+        self.created.append((namespace, dict(body)))
+
+    def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.patched.append((namespace, name, dict(patch)))
+
+
+HELD = Notice("Warning", "UpgradeHeld", "Hold", "held by the freeze window")
+
+
+def test_a_repeated_event_becomes_one_event_with_a_count_as_client_go_records_it() -> None:
+    sink, now = Sink(), [NOW]
+    recorder = EventRecorder(sink, "upgrade-gate.io/controller-pod-a", clock=lambda: now[0])
+    rev, ext = revision({"revision": {"version": "1.28.0"}}), extension({"extension": {"installed": "1.27.1"}})
+    recorder.record(rev, HELD, ext)
+    now[0] += datetime.timedelta(minutes=1)
+    recorder.record(rev, HELD, ext)
+    recorder.record(rev, HELD, ext)
+    ((namespace, body),) = sink.created
+    assert namespace == "default", "a cluster-scoped object's Events live in default"
+    assert body["metadata"]["name"].startswith("cnpg-1.28.0.")
+    assert (body["reason"], body["type"], body["note"], body["action"]) == ("UpgradeHeld", "Warning", HELD.note, "Hold")
+    assert body["regarding"] == {"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterExtensionRevision",
+                                 "name": "cnpg-1.28.0"}  # fmt: skip
+    assert body["related"]["name"] == "cnpg" and body["eventTime"] == "2026-03-02T10:00:00.000000Z"
+    assert [p["series"]["count"] for _, name, p in sink.patched if name == body["metadata"]["name"]] == [2, 3]
+    assert sink.patched[-1][2]["series"]["lastObservedTime"] == "2026-03-02T10:01:00.000000Z"
+
+
+def test_a_repeat_after_the_series_window_or_with_another_note_is_a_new_event() -> None:
+    sink, now = Sink(), [NOW]
+    recorder = EventRecorder(sink, "pod-a", clock=lambda: now[0])
+    rev = revision({"revision": {"version": "1.28.0"}})
+    recorder.record(rev, HELD)
+    recorder.record(rev, Notice("Warning", "UpgradeHeld", "Hold", "held by another window"))
+    now[0] += datetime.timedelta(minutes=7)
+    recorder.record(rev, HELD)
+    assert len(sink.created) == 3 and sink.patched == []
+
+
+def test_an_event_that_cannot_be_written_never_stops_the_caller() -> None:
+    EventRecorder(Sink(fail=True), "pod-a").record(revision({"revision": {"version": "1.28.0"}}), HELD)
+
+
+# --- one reconcile --------------------------------------------------------------------------------------------------
+
+
+class Writer:
+    """Records writes; ``refuse`` makes status writes fail with that HTTP status."""
+
+    def __init__(self, refuse: int = 0) -> None:
+        self.refuse = refuse
+        self.writes: list[tuple[str, str, dict[str, Any]]] = []
+
+    def create(self, resource: Resource, body: Mapping[str, Any]) -> dict[str, Any]:
+        self.writes.append(("create", resource.kind, dict(body)))
+        return dict(body)
+
+    def patch(self, resource: Resource, name: str, patch: Mapping[str, Any], *, status: bool = False) -> dict[str, Any]:
+        if self.refuse:
+            raise WriteError(f"patch {resource.kind} {name} status: {self.refuse} refused", self.refuse)
+        self.writes.append(("patch status" if status else "patch", name, dict(patch)))
+        return dict(patch)
+
+    def delete(self, resource: Resource, name: str, uid: str = "") -> None:
+        self.writes.append(("delete", name, {"uid": uid}))
+
+
+def reconciler(writer: Writer, sink: Sink, *objects: dict[str, Any] | None) -> Reconciler:
+    store = InMemoryObjectStore(o for o in objects if o is not None)
+    recorder = EventRecorder(sink, "pod-a", clock=lambda: NOW)
+    return Reconciler(store, lambda name: ["cnpg-1.28.0"], writer, recorder, clock=lambda: NOW)
+
+
+def test_a_reconcile_writes_the_status_once_with_its_resource_version_and_a_resync_writes_nothing() -> None:
+    writer, sink = Writer(), Sink()
+    rev, ext = revision({"revision": {"version": "1.28.0"}}), extension({"extension": {"installed": "1.27.1"}})
+    reconciler(writer, sink, rev, ext).reconcile("cnpg")
+    ((kind, name, patch),) = writer.writes
+    assert (kind, name, patch["metadata"]) == ("patch status", "cnpg-1.28.0", {"resourceVersion": "7"})
+    assert [(n, b["reason"]) for n, b in sink.created] == [("default", "UpgradeAvailable")] * 2, "revision + extension"
+    current = {**rev, "status": patch["status"]}
+    writer.writes.clear()
+    reconciler(writer, sink, current, ext).reconcile("cnpg")
+    assert writer.writes == [], "a resync of an up-to-date revision makes no request"
+
+
+@pytest.mark.parametrize(
+    ("status", "warned"),
+    [pytest.param(409, False, id="a conflict is retried without an Event"),
+     pytest.param(403, True, id="a forbidden status write is reported by a Warning Event and retried")],
+)  # fmt: skip
+def test_a_status_write_that_fails_is_retried_later(status: int, warned: bool) -> None:
+    sink = Sink()
+    rev, ext = revision({"revision": {"version": "1.28.0"}}), extension({"extension": {"installed": "1.27.1"}})
+    with pytest.raises(RetryLater, match=f"{status} refused"):
+        reconciler(Writer(refuse=status), sink, rev, ext).reconcile("cnpg")
+    reasons = [b["reason"] for _, b in sink.created]
+    assert reasons == (["StatusNotWritten"] if warned else []), "no Event for a change that was not written"
+
+
+def test_the_controller_settings_come_from_the_environment() -> None:
+    env = {"UPGRADE_GATE_CONTROLLER_MODE": "Cluster", "UPGRADE_GATE_RESYNC": "60", "POD_NAMESPACE": "ops",
+           "UPGRADE_GATE_LEADER_ELECTION": "false"}  # fmt: skip
+    settings = ControllerSettings.from_env(env)
+    assert (settings.mode, settings.resync_s, settings.namespace, settings.leader_election) == (
+        "cluster",
+        60,
+        "ops",
+        False,
+    )
+    assert ControllerSettings.from_env({}) == ControllerSettings()
+    assert ControllerSettings.from_env({}).lease_name == "upgrade-gate-controller"
+
+
+def test_a_long_note_is_cut_to_the_events_apis_one_kilobyte_without_splitting_a_character() -> None:
+    sink = Sink()
+    EventRecorder(sink, "pod-a").record(
+        revision({"revision": {"version": "1.28.0"}}), Notice("Warning", "X", "Y", "é" * 900)
+    )
+    ((_, body),) = sink.created
+    assert len(body["note"].encode()) <= 1024 and body["note"] == "é" * 512

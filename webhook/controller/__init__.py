@@ -1,0 +1,9 @@
+"""``upgrade-gate controller``: the in-cluster reconciler of ClusterExtensionRevisions (a front end beside ``serve``
+and ``sync``).
+
+Pure decisions (table-tested): ``status`` (the revision's state and its conditions), ``events`` (which Events a
+change calls for), ``lifecycle`` (``cluster`` mode: which revision to create, update or delete). Around them:
+``reconciler`` (one ClusterExtension, from the watch cache), ``recorder`` (``events.k8s.io/v1`` Events with
+client-go's deduplication), ``catalogs`` (the cluster's ClusterCatalogs through catalogd), ``queue`` (the work
+queue with backoff), ``health`` (metrics, ``/healthz``, ``/readyz``) and ``run`` (caches, leader, worker).
+"""

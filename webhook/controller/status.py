@@ -1,0 +1,204 @@
+"""A ClusterExtensionRevision's state and the status conditions that report it. Pure: no I/O, the time passed in.
+
+The revision status contract (README, "Revision status"): four states, six condition types owned by the
+controller; every other condition type belongs to someone else and is kept in its place (``webhook.conditions``).
+
+* pending approval: Approved False ``PendingApproval`` (``ApprovalReset`` once an approval was withdrawn),
+  Progressing, Succeeded and Ready False ``PendingApproval``;
+* progressing: Approved True ``Approved``, Progressing True ``Upgrading``, Succeeded False ``Upgrading``,
+  Reconciling True ``Upgrading``, Ready False ``Upgrading``;
+* succeeded: Approved True ``Approved``, Progressing False ``Succeeded``, Succeeded True ``Succeeded``,
+  Reconciling False ``Succeeded``, Ready True ``Succeeded``;
+* failed: Approved True ``Approved``, Progressing, Succeeded and Ready False ``Failed``, Stalled True ``Failed``.
+
+(A condition not named is absent; kstatus reads ``Reconciling`` and ``Stalled`` as "abnormal when True".)
+``Approved`` always says whether ``spec.approved`` is true, whatever the state.
+
+Which state, read from the revision and its ClusterExtension (``olm.operatorframework.io/v1``, as
+operator-controller writes its status; ``reference/olm-apply-path.md``):
+
+* **succeeded** when the ClusterExtension's installed bundle (``status.install.bundle.version``) reached
+  ``spec.version`` (equal, or past it: the upgrade is behind it);
+* **failed** when the ClusterExtension does not exist, or operator-controller reports a terminal error
+  (``Progressing`` reason ``Blocked``) for an approved revision;
+* **pending approval** while ``spec.approved`` is not true;
+* **progressing** otherwise. While operator-controller retries (``Progressing`` reason ``Retrying``: the gate
+  denied its upgrade write, or anything else went wrong), its message is the revision's message, so
+  ``kubectl get clusterextensionrevisions`` shows why the upgrade is held.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.conditions import find_condition, remove_condition, set_condition
+from webhook.errors import InvalidVersion
+from webhook.objects import KubeObject
+from webhook.olm.catalog import VersionRelease
+
+PENDING, PROGRESSING, SUCCEEDED, FAILED = "pending approval", "progressing", "succeeded", "failed"
+APPROVED, PENDING_APPROVAL, APPROVAL_RESET = "Approved", "PendingApproval", "ApprovalReset"
+UPGRADING, SUCCEEDED_REASON, FAILED_REASON = "Upgrading", "Succeeded", "Failed"
+MAX_MESSAGE = 32768
+OWNED = ("Approved", "Progressing", "Succeeded", "Reconciling", "Stalled", "Ready")
+
+_STATE_NAMES = {PENDING: "PendingApproval", PROGRESSING: "Progressing", SUCCEEDED: "Succeeded", FAILED: "Failed"}
+# state -> (status, reason) of Progressing, Succeeded, Reconciling, Stalled, Ready; None = absent.
+_CONTRACT: dict[str, tuple[tuple[str, str] | None, ...]] = {
+    PENDING: (("False", PENDING_APPROVAL), ("False", PENDING_APPROVAL), None, None, ("False", PENDING_APPROVAL)),
+    PROGRESSING: (("True", UPGRADING), ("False", UPGRADING), ("True", UPGRADING), None, ("False", UPGRADING)),
+    SUCCEEDED: (
+        ("False", SUCCEEDED_REASON),
+        ("True", SUCCEEDED_REASON),
+        ("False", SUCCEEDED_REASON),
+        None,
+        ("True", SUCCEEDED_REASON),
+    ),
+    FAILED: (
+        ("False", FAILED_REASON),
+        ("False", FAILED_REASON),
+        None,
+        ("True", FAILED_REASON),
+        ("False", FAILED_REASON),
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """What a revision's state is and why: ``state`` (one of the four), ``message`` (the state's message on
+    Progressing, Succeeded, Reconciling, Stalled and Ready), ``approved`` and ``approval`` (the reason and message
+    of ``Approved``), and ``held``: operator-controller's own ``Progressing`` message while it retries the
+    upgrade (the gate's denial), else ``None``; ``installed``: the ClusterExtension's installed version."""
+
+    state: str
+    message: str
+    approved: bool
+    approval: tuple[str, str]
+    held: str | None = None
+    installed: str | None = None
+
+
+def _spec(revision: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = revision.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def extension_of(revision: Mapping[str, Any]) -> str:
+    """The revision's ``spec.clusterExtensionRef.name`` (empty when absent)."""
+    ref = _spec(revision).get("clusterExtensionRef")
+    return str(ref.get("name") or "") if isinstance(ref, Mapping) else ""
+
+
+def installed_version(extension: Mapping[str, Any]) -> str | None:
+    """A ClusterExtension's ``status.install.bundle.version``, or ``None`` before the first install."""
+    status = extension.get("status") if isinstance(extension.get("status"), Mapping) else {}
+    bundle = ((status or {}).get("install") or {}).get("bundle") or {}
+    version = bundle.get("version") if isinstance(bundle, Mapping) else None
+    return str(version) if version else None
+
+
+def reached(installed: str, version: str) -> bool:
+    """True when ``installed`` is ``version`` or past it (SemVer precedence, then release, as OLM v1 orders
+    bundles); versions that do not parse are compared as text."""
+    try:
+        return VersionRelease.parse(installed).sort_key() >= VersionRelease.parse(version).sort_key()
+    except InvalidVersion:
+        return installed.strip() == version.strip()
+
+
+def assess(revision: Mapping[str, Any], extension: Mapping[str, Any] | None) -> Assessment:
+    """The state of ``revision`` given its ClusterExtension (``None``: it does not exist), see the module doc."""
+    spec = _spec(revision)
+    name = str((revision.get("metadata") or {}).get("name") or "")
+    owner, version = extension_of(revision), str(spec.get("version") or "")
+    approved = spec.get("approved") is True
+    approval = _approval(revision, approved)
+    if extension is None:
+        return Assessment(FAILED, f"ClusterExtension {owner} not found", approved, approval)
+    installed = installed_version(extension)
+    status = extension.get("status") if isinstance(extension.get("status"), Mapping) else {}
+    progressing = find_condition((status or {}).get("conditions"), "Progressing") or {}
+    reason, report = str(progressing.get("reason") or ""), str(progressing.get("message") or "")
+    if installed is not None and reached(installed, version):
+        past = "" if installed.strip() == version.strip() else f" (installed {installed})"
+        return Assessment(SUCCEEDED, f"{owner} upgraded to {version}{past}", approved, approval, None, installed)
+    held = report if reason == "Retrying" and report else None
+    moving = f"{owner} from {installed or 'nothing installed'} to {version}"
+    if not approved:
+        message = f"upgrade of {moving} is waiting for approval: approve ClusterExtensionRevision {name}"
+        message += f"; ClusterExtension {owner}: {held}" if held else ""
+        return Assessment(PENDING, message, approved, approval, held, installed)
+    if reason == "Blocked":
+        message = f"upgrade of {moving} failed: ClusterExtension {owner}: {report}"
+        return Assessment(FAILED, message, approved, approval, None, installed)
+    if held:
+        message = f"upgrade of {moving} is held: ClusterExtension {owner}: {held}"
+        return Assessment(PROGRESSING, message, approved, approval, held, installed)
+    return Assessment(PROGRESSING, f"upgrading {moving}", approved, approval, None, installed)
+
+
+def _approval(revision: Mapping[str, Any], approved: bool) -> tuple[str, str]:
+    """Reason and message of ``Approved``: ``Approved`` (by whom, when stamped), else ``ApprovalReset`` when the
+    status last said approved (or already said reset), else ``PendingApproval``."""
+    spec = _spec(revision)
+    if approved:
+        who, when = spec.get("approvedBy"), spec.get("approvedAt")
+        return APPROVED, "approved" + (f" by {who}" if who else "") + (f" at {when}" if when else "")
+    status = revision.get("status") if isinstance(revision.get("status"), Mapping) else {}
+    before = find_condition((status or {}).get("conditions"), "Approved") or {}
+    if before.get("status") == "True" or before.get("reason") == APPROVAL_RESET:
+        return APPROVAL_RESET, f"the approval was reset: approve version {spec.get('version')} again"
+    return PENDING_APPROVAL, f"waiting for approval of version {spec.get('version')}"
+
+
+def revision_status(revision: KubeObject, assessment: Assessment, *, now: datetime.datetime) -> dict[str, Any]:
+    """The ``status`` the revision should have: its conditions with the controller's six set per the contract
+    (others kept in place), ``observedGeneration`` = ``metadata.generation``, ``state`` (``PendingApproval``,
+    ``Progressing``, ``Succeeded`` or ``Failed``, for ``kubectl get``) and ``fromVersion``: the installed version
+    the upgrade starts from (kept as it was once the upgrade succeeded or the ClusterExtension is gone).
+    Compare with the current status to know whether a write is due."""
+    generation = int((revision.get("metadata") or {}).get("generation") or 0)
+    status = revision.get("status") if isinstance(revision.get("status"), Mapping) else {}
+    conditions: list[dict[str, Any]] = [dict(c) for c in (status or {}).get("conditions") or ()]
+    reason, message = assessment.approval
+    approved = {
+        "status": "True" if assessment.approved else "False",
+        "reason": reason,
+        "message": message[:MAX_MESSAGE],
+    }
+    wanted = (approved, *(_entry(row, assessment.message) for row in _CONTRACT[assessment.state]))
+    for kind, entry in zip(OWNED, wanted, strict=True):
+        if entry is None:
+            conditions = remove_condition(conditions, kind)
+        else:
+            conditions = set_condition(conditions, {"type": kind, **entry, "observedGeneration": generation}, now=now)
+    started = (status or {}).get("fromVersion")
+    start = started if assessment.state == SUCCEEDED and started else assessment.installed or started
+    written = {**(status or {}), "observedGeneration": generation, "state": _STATE_NAMES[assessment.state]}
+    written.update({"fromVersion": start} if start else {})
+    return {**written, "conditions": conditions}
+
+
+def _entry(row: tuple[str, str] | None, message: str) -> dict[str, str] | None:
+    """A condition of the contract; the message cut to metav1.Condition's 32768 characters (operator-controller's
+    own message may already be that long)."""
+    return None if row is None else {"status": row[0], "reason": row[1], "message": message[:MAX_MESSAGE]}
+
+
+def state_of(conditions: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """The state a written status reports (``None`` before the controller wrote one), read back from its
+    conditions by the contract."""
+    found = {
+        kind: (find_condition(conditions, kind) or {}).get("status") for kind in ("Succeeded", "Stalled", "Progressing")
+    }
+    if found["Succeeded"] == "True":
+        return SUCCEEDED
+    if found["Stalled"] == "True":
+        return FAILED
+    if found["Progressing"] is None:
+        return None
+    return PROGRESSING if found["Progressing"] == "True" else PENDING
