@@ -100,16 +100,7 @@ def load_catalogs(
             manifests.append(doc)
             where = source.content.replace("{name}", meta.name)
             content = cache.load(where if "://" in where else root / where, timeout_s)
-            catalogs.append(
-                replace(
-                    content,
-                    name=meta.name,
-                    labels=meta.labels,
-                    priority=meta.priority,
-                    availability_mode=meta.availability_mode,
-                    serving=meta.serving,
-                )
-            )
+            catalogs.append(content.with_metadata(meta))
     return Catalogs(tuple(catalogs), tuple(manifests), tuple(problems))
 
 
