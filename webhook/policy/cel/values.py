@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from celpy import celtypes
@@ -138,14 +138,9 @@ def cel_int(value: int, path: str = "$") -> celtypes.IntType:
     return int.__new__(celtypes.IntType, value)
 
 
-def to_python(value: object) -> Any:
-    """A CEL value as plain JSON-able Python.
-
-    bool/int/uint/double/string/null/list/map map to their Python twins (map keys stay as they are);
-    bytes become base64 text (as cel-go's JSON conversion does); timestamps RFC 3339 text
-    (``2024-01-02T03:04:05Z``); durations seconds text (``3600s``, ``1.5s``); type values their CEL name;
-    library values (semver, quantity, IP, CIDR, URL, ...) their canonical string form (``str``).
-    """
+def untyped(value: object, leaf: Callable[[object], object]) -> object:
+    """``value`` with the ``celtypes`` subclasses of bool, int, double, string, list and map stripped to their
+    Python base types (recursively, map keys too); anything else is handed to ``leaf``."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, celtypes.BoolType):
@@ -156,12 +151,27 @@ def to_python(value: object) -> Any:
         return float(value)
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, list):
+        return [untyped(item, leaf) for item in value]
+    if isinstance(value, Mapping):
+        return {untyped(key, leaf): untyped(item, leaf) for key, item in value.items()}
+    return leaf(value)
+
+
+def to_python(value: object) -> Any:
+    """A CEL value as plain JSON-able Python.
+
+    bool/int/uint/double/string/null/list/map map to their Python twins (map keys stay as they are);
+    bytes become base64 text (as cel-go's JSON conversion does); timestamps RFC 3339 text
+    (``2024-01-02T03:04:05Z``); durations seconds text (``3600s``, ``1.5s``); type values their CEL name;
+    library values (semver, quantity, IP, CIDR, URL, ...) their canonical string form (``str``).
+    """
+    return untyped(value, _json_leaf)
+
+
+def _json_leaf(value: object) -> str:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
-    if isinstance(value, list):
-        return [to_python(item) for item in value]
-    if isinstance(value, Mapping):
-        return {to_python(key): to_python(item) for key, item in value.items()}
     if isinstance(value, datetime.datetime):
         return format_timestamp(value)
     if isinstance(value, datetime.timedelta):

@@ -31,11 +31,10 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from cel_expr_python import cel
-from celpy import celtypes
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
-from webhook.policy.cel import values as celpython_values
+from webhook.policy.cel import values as shared_values
 from webhook.policy.cel.backend import Backend, Executable, Limits
 from webhook.policy.cel.celexpr.functions import BUDGET, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
@@ -188,23 +187,7 @@ class _FallbackVariables(Mapping[str, object]):
 
 def _plain(value: object) -> object:
     """A cel-python result as plain Python (``celtypes`` subclasses as their base types), library values kept."""
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, celtypes.BoolType):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, bytes):
-        return bytes(value)
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, Mapping):
-        return {_plain(key): _plain(item) for key, item in value.items()}
-    return value
+    return shared_values.untyped(value, lambda leaf: bytes(leaf) if isinstance(leaf, bytes) else leaf)
 
 
 def _from_messages(value: object, types: LibraryTypes) -> object:
@@ -281,7 +264,7 @@ class CelExprBackend:
             return self._fallback[1].error_value(str(value))
         if isinstance(value, Mapping) and not isinstance(value, dict):  # the lazy composited variables
             return _FallbackVariables(self, value)
-        return celpython_values.normalise(_from_messages(value, self.types))
+        return shared_values.normalise(_from_messages(value, self.types))
 
     def _compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
         tree, extensions = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
@@ -373,7 +356,7 @@ class CelExprBackend:
 
     def to_python(self, value: object) -> object:
         """See ``webhook.policy.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
-        return celpython_values.to_python(decoded(value, self.types))
+        return shared_values.to_python(decoded(value, self.types))
 
     def error_value(self, message: str) -> CelEvaluationError:
         """A ``CelEvaluationError``: the variable reader raises it, and cel-cpp makes it an error value."""
