@@ -52,20 +52,47 @@ REVIEWED_BY = "upgrade-gate.io/reviewed-by"
 VALIDATE = 'admission webhook "validate.upgrade-gate.dev" denied the request: '
 
 
-@dataclass
-class Applier:
-    """A GitOps tool applying a directory of manifests as its service account, and pruning what left it."""
+@dataclass(frozen=True)
+class Tool:
+    """A GitOps tool: its name, the service account it applies as (user and groups), and how it applies."""
 
-    tool: str
+    name: str
     user: str
     groups: tuple[str, ...]
     server_side: bool
-    cluster: ApiServer | None = None
+
+
+ARGO_CD = Tool(
+    "Argo CD",
+    "system:serviceaccount:argocd:argocd-application-controller",
+    ("system:serviceaccounts", "system:serviceaccounts:argocd", "system:authenticated"),
+    server_side=False,
+)
+FLUX = Tool(
+    "Flux",
+    "system:serviceaccount:flux-system:kustomize-controller",
+    ("system:serviceaccounts", "system:serviceaccounts:flux-system", "system:authenticated"),
+    server_side=True,
+)
+UNTRUSTED = Tool(
+    "Argo CD's API server",
+    "system:serviceaccount:argocd:argocd-server",
+    ("system:serviceaccounts", "system:serviceaccounts:argocd", "system:authenticated"),
+    server_side=False,
+)
+
+
+@dataclass
+class Applier:
+    """``tool`` applying manifests to ``cluster`` as its service account, and pruning what left its directory
+    (``inventory``: the objects its last sync applied)."""
+
+    tool: Tool
+    cluster: ApiServer
     inventory: set[str] = field(default_factory=set)
 
     def kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
-        assert self.cluster is not None
-        identity = ["--as", self.user, *(f"--as-group={g}" for g in self.groups)]
+        identity = ["--as", self.tool.user, *(f"--as-group={g}" for g in self.tool.groups)]
         return subprocess.run(
             ["kubectl", "--kubeconfig", self.cluster.kubeconfig, *identity, *args],
             capture_output=True,
@@ -76,10 +103,8 @@ class Applier:
 
     def apply(self, manifest: Path) -> str | None:
         """Apply one file; ``None`` when admitted, else kubectl's error."""
-        mode = (
-            ["--server-side", "--field-manager=kustomize-controller", "--force-conflicts"] if self.server_side else []
-        )
-        done = self.kubectl("apply", *mode, "-f", str(manifest))
+        server_side = ["--server-side", "--field-manager=kustomize-controller", "--force-conflicts"]
+        done = self.kubectl("apply", *(server_side if self.tool.server_side else []), "-f", str(manifest))
         return None if done.returncode == 0 else done.stderr.strip()
 
     def sync(self, directory: Path) -> list[str]:
@@ -99,24 +124,6 @@ class Applier:
         return errors
 
 
-ARGO_CD = Applier(
-    "Argo CD",
-    "system:serviceaccount:argocd:argocd-application-controller",
-    ("system:serviceaccounts", "system:serviceaccounts:argocd", "system:authenticated"),
-    server_side=False,
-)
-FLUX = Applier(
-    "Flux",
-    "system:serviceaccount:flux-system:kustomize-controller",
-    ("system:serviceaccounts", "system:serviceaccounts:flux-system", "system:authenticated"),
-    server_side=True,
-)
-UNTRUSTED = Applier(
-    "Argo CD's API server",
-    "system:serviceaccount:argocd:argocd-server",
-    ("system:serviceaccounts", "system:serviceaccounts:argocd", "system:authenticated"),
-    server_side=False,
-)
 TRUSTED = f"{ARGO_CD.user}, {FLUX.user}"
 
 
@@ -129,9 +136,9 @@ def gitops(cluster: ApiServer) -> ApiServer:
             "kind": "ClusterRoleBinding",
             "metadata": {"name": f"gitops-{index}"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": applier.user}],
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": tool.user}],
         }
-        for index, applier in enumerate((ARGO_CD, FLUX, UNTRUSTED))
+        for index, tool in enumerate((ARGO_CD, FLUX, UNTRUSTED))
     )
     return cluster
 
@@ -172,11 +179,11 @@ def merged(world: World) -> Path:
     return world.human / REVISIONS_DIR
 
 
-@pytest.mark.parametrize("applier", [ARGO_CD, FLUX], ids=lambda a: a.tool)
+@pytest.mark.parametrize("tool", [ARGO_CD, FLUX], ids=lambda tool: tool.name)
 def test_the_sync_loops_proposals_and_a_reviewed_approval_are_admitted_as_each_tool_applies_them(
-    gitops: ApiServer, webhook: Webhook, world: World, applier: Applier
+    gitops: ApiServer, webhook: Webhook, world: World, tool: Tool
 ) -> None:
-    applier.cluster, applier.inventory = gitops, set()
+    applier = Applier(tool, gitops)
     extension(gitops.client(), NAME, "1.29.1")
     try:
         with webhook.settings(gitopsAppliers=TRUSTED):
@@ -268,11 +275,9 @@ def test_only_a_trusted_applier_may_apply_an_approval_and_without_a_reviewer_it_
 ) -> None:
     extension(gitops.client(), "strimzi", "0.40.0")
     propose(gitops, "strimzi", "0.41.0")
-    for applier in (UNTRUSTED, ARGO_CD, FLUX):
-        applier.cluster = gitops
     manifest = _approval(tmp_path, "strimzi", "0.41.0", reviewer="carol")
     with webhook.settings(gitopsAppliers=TRUSTED):
-        error = UNTRUSTED.apply(manifest)
+        error = Applier(UNTRUSTED, gitops).apply(manifest)
         assert error is not None
         assert (
             VALIDATE + "ValidatingAdmissionPolicy 'upgrade-gate-revision-approval' with binding "
@@ -282,15 +287,14 @@ def test_only_a_trusted_applier_may_apply_an_approval_and_without_a_reviewer_it_
         ) in error
         assert revision(gitops, "strimzi-0.41.0")["spec"]["approved"] is False  # type: ignore[index]
 
-        assert ARGO_CD.apply(_approval(tmp_path, "strimzi", "0.41.0", reviewer=None)) is None
+        assert Applier(ARGO_CD, gitops).apply(_approval(tmp_path, "strimzi", "0.41.0", reviewer=None)) is None
         assert revision(gitops, "strimzi-0.41.0")["spec"]["approvedBy"] == ARGO_CD.user  # type: ignore[index]
 
 
 def test_by_default_no_applier_is_trusted(gitops: ApiServer, webhook: Webhook, tmp_path: Path) -> None:
     extension(gitops.client(), "vault-secrets", "1.0.0")
     propose(gitops, "vault-secrets", "1.1.0")
-    FLUX.cluster = gitops
-    error = FLUX.apply(_approval(tmp_path, "vault-secrets", "1.1.0", reviewer="carol"))
+    error = Applier(FLUX, gitops).apply(_approval(tmp_path, "vault-secrets", "1.1.0", reviewer="carol"))
     assert error is not None and f'user "{FLUX.user}" may not approve vault-secrets-1.1.0' in error
 
 
@@ -301,10 +305,9 @@ def test_a_new_revision_beside_the_applied_one_is_refused_before_the_prune(
     pruned, and the one-revision-per-extension rule refuses it."""
     extension(gitops.client(), "kafka-streams", "2.0.0")
     propose(gitops, "kafka-streams", "2.1.0")
-    FLUX.cluster = gitops
     replacement = _approval(tmp_path, "kafka-streams", "2.2.0", reviewer=None)
     replacement.write_text(replacement.read_text().replace("approved: true", "approved: false"))
-    error = FLUX.apply(replacement)
+    error = Applier(FLUX, gitops).apply(replacement)
     assert error is not None
     assert (
         "ClusterExtension kafka-streams already has the revision kafka-streams-2.1.0; update it instead of creating "
