@@ -6,10 +6,11 @@ type checker, in one cel-cpp environment per set of declared variables (all ``dy
 from ``functions.extension``). cel-cpp's compile ``RuntimeError`` (``INVALID_ARGUMENT: ERROR: <input>:1:5:
 found no matching overload ...``) becomes ``CelCompileError`` ``1:5: found no matching overload ...``.
 
-Evaluate: one ``cel.Activation`` per distinct activation (cached per thread by the identity of its values, so the
-expressions of one request share one conversion of ``object``; CEL values are never mutated), per-request
-namespaces (``clock``, ``cluster``) bound as activation functions, and ``variables`` (a lazy mapping) read through
-a per-activation function that ``variables.<name>`` compiles to (``read_variables``). Errors come back as ERROR
+Evaluate: one ``cel.Activation`` per distinct activation apart from ``variables`` (cached per thread by the
+identity of its values, so the evaluation tuples of one request that share params share one conversion of
+``object``; CEL values are never mutated). The per-request namespaces (``clock``, ``cluster``) and ``variables``
+(a lazy mapping, read through the function that ``variables.<name>`` compiles to, ``read_variables``) are read
+by their functions from the activation the evaluation runs with (``functions.ACTIVATION``). Errors come back as ERROR
 values or, for a few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording where one is
 known (``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation (``Iteration budget
 exceeded``) and the library calls' cost (``cost.library_call_cost`` against ``Limits.cost_limit``) both end in
@@ -36,7 +37,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
 from webhook.policy.cel import values as shared_values
 from webhook.policy.cel.backend import Backend, Executable, Limits
-from webhook.policy.cel.celexpr.functions import BUDGET, extension
+from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
@@ -77,10 +78,6 @@ _CACHED_ACTIVATIONS = 8
 #: The top-level name of the composited variables, and the function that reads one (``read_variables``).
 VARIABLES = "variables"
 VARIABLE_READER = "upgrade_gate_variable"
-_VARIABLE_EXTENSION = cel.CelExtension(
-    "upgrade_gate_variables",
-    [cel.FunctionDecl(VARIABLE_READER, [cel.Overload(VARIABLE_READER, cel.Type.DYN, [cel.Type.STRING])])],
-)
 _MISSING = object()
 #: cel-cpp's optional types (syntax and library), for the expressions that use them (``uses_optionals``): its
 #: planner turns every ``x.orValue(y)`` into an optional step, which breaks the library optionals of
@@ -128,17 +125,19 @@ class CelExprExecutable:
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
-        backend = self._backend
+        bound = self._backend.activation(activation)
         budget = Budget(self._cost_limit)
         check_deadline()
         token = BUDGET.set(budget)
+        reading = ACTIVATION.set(activation)
         try:
-            result = self._expression.eval(backend.activation(activation))
+            result = self._expression.eval(bound)
         except RuntimeError as error:  # duplicate map keys, the iteration cap, unimplemented types
             if _ITERATION_BUDGET in str(error):
                 raise CostLimitExceeded(COST_LIMIT_MESSAGE) from None
             raise CelEvaluationError(evaluation_message(str(error))) from None
         finally:
+            ACTIVATION.reset(reading)
             BUDGET.reset(token)
             budget.settle()
         if result.type() == cel.Type.ERROR:
@@ -204,11 +203,24 @@ def _from_messages(value: object, types: LibraryTypes) -> object:
     return types.decode(value)
 
 
-class _Activations(threading.local):
-    """This thread's recent activations: key (names and value identities) -> (values kept alive, activation)."""
+class _Converted(threading.local):
+    """This thread's variable values converted for cel-cpp: (identity of the ``variables`` mapping, name) ->
+    (the mapping, kept alive, and the value), dropped whole past ``_CACHED_VARIABLES`` entries."""
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[tuple[str, int], ...], tuple[tuple[object, ...], Any]] = {}
+        self.values: dict[tuple[int, str], tuple[Mapping[str, object], object]] = {}
+
+
+_CACHED_VARIABLES = 256
+_SCALARS = (str, int, float, bool, bytes, type(None))
+
+
+class _Activations(threading.local):
+    """This thread's recent activations, by the names and identities of their values except ``variables`` (so the
+    tuples of one request that share params share one conversion of ``object``), each with the values kept alive."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[tuple[str, ...], tuple[int, ...]], tuple[tuple[object, ...], Any]] = {}
 
 
 class CelExprBackend:
@@ -225,10 +237,12 @@ class CelExprBackend:
         self.namespaces: dict[str, Namespace] = {namespace.name: namespace for namespace in namespaces}
         self.signatures = Signatures.of((*declared, *STANDARD, *optional.SYNTAX_OVERLOADS))
         self.types = LibraryTypes(declared)
-        self._extension, self._late = extension(declared, self.types, tuple(self.namespaces.values()))
+        self._extension = extension(declared, self.types, tuple(self.namespaces.values()))
         self._environments: dict[tuple[frozenset[str], bool], Any] = {}
-        self._late_functions: dict[tuple[int, ...], tuple[tuple[Namespace, ...], list[Any]]] = {}
         self._activations = _Activations()
+        self._converted = _Converted()
+        reader = cel.Overload(VARIABLE_READER, cel.Type.DYN, [cel.Type.STRING], impl=self._read_variable)
+        self._variables = cel.CelExtension("upgrade_gate_variables", [cel.FunctionDecl(VARIABLE_READER, [reader])])
         self._environment(frozenset()).compile("true")  # cel-cpp builds lazily: surface declaration errors now
 
     def _environment(self, variables: frozenset[str], optionals: bool = False) -> Any:
@@ -239,7 +253,7 @@ class CelExprBackend:
                 self.types.pool,
                 **({"config": _OPTIONALS} if optionals else {}),
                 variables=dict.fromkeys(sorted(variables - {VARIABLES}), cel.Type.DYN),
-                extensions=[self._extension, _VARIABLE_EXTENSION],
+                extensions=[self._extension, self._variables],
             )
         return environment
 
@@ -295,59 +309,44 @@ class CelExprBackend:
 
     def activation(self, values: Mapping[str, object]) -> Any:
         """The ``cel.Activation`` of ``values`` (this backend's CEL values and namespace objects), reused while
-        the same value objects come back (one request's evaluations)."""
+        the same value objects come back (the evaluations of one request with the same params). ``variables``
+        and the namespace objects are not part of it: the functions reading them read the activation the
+        evaluation runs with (``ACTIVATION``)."""
         entries = self._activations.entries
-        key = tuple((name, id(value)) for name, value in values.items())
+        names, ids = tuple(values), list(map(id, values.values()))
+        if VARIABLES in values:
+            index = names.index(VARIABLES)
+            names, _ = names[:index] + names[index + 1 :], ids.pop(index)
+        key = (names, tuple(ids))
         found = entries.get(key)
-        if found is not None:
-            return found[1]
-        data: dict[str, object] = {}
-        bound = {name: namespace for name, namespace in self.namespaces.items() if name in self._late.namespaces}
-        functions = []
-        for name, value in values.items():
-            if isinstance(value, Namespace):
-                bound[name] = value
-            elif name == VARIABLES and isinstance(value, Mapping):
-                functions.append(self._variable_reader(value))
-            else:
-                data[name] = value
-        functions += self._late_functions_for(bound)
-        activation = self._environment(frozenset()).Activation(data, functions=functions)
-        if len(entries) >= _CACHED_ACTIVATIONS:
-            del entries[next(iter(entries))]
-        entries[key] = (tuple(values.values()), activation)
-        return activation
-
-    def _variable_reader(self, variables: Mapping[str, object]) -> Any:
-        """The implementation of ``VARIABLE_READER`` on ``variables``: name -> CEL value; an error value (an
-        exception, ``error_value``) or an unknown name is raised, so cel-cpp makes it an error value. Each value
-        is converted once per activation."""
-        converted: dict[str, object] = {}
-
-        def read(name: str) -> object:
-            if name in converted:
-                return converted[name]
-            budget = BUDGET.get()
-            if budget is not None and budget.cancelled:  # abandoned, as in LibraryCall
-                return None
-            value = variables.get(name, _MISSING)
-            if value is _MISSING:
-                raise CelEvaluationError(f"no such key: {name}")
-            if isinstance(value, BaseException):
-                raise value
-            converted[name] = found = to_expr(value, self.types)
-            return found
-
-        return cel.Function(VARIABLE_READER, [cel.Type.STRING], False, read, cel.Type.DYN)
-
-    def _late_functions_for(self, bound: Mapping[str, Namespace]) -> list[Any]:
-        objects = tuple(bound[name] for name in sorted(self._late.namespaces))
-        key = tuple(map(id, objects))
-        found = self._late_functions.get(key)
         if found is None:
-            if len(self._late_functions) >= _CACHED_ACTIVATIONS:
-                self._late_functions.pop(next(iter(self._late_functions)), None)
-            found = self._late_functions[key] = (objects, self._late.functions(bound))
+            if len(entries) >= _CACHED_ACTIVATIONS:
+                del entries[next(iter(entries))]
+            data = {name: v for name, v in values.items() if name != VARIABLES and not isinstance(v, Namespace)}
+            found = entries[key] = (tuple(values.values()), self._environment(frozenset()).Activation(data))
+        return found[1]
+
+    def _read_variable(self, name: str) -> object:
+        """The implementation of ``VARIABLE_READER``: the current evaluation's variable ``name`` as cel-cpp takes
+        it, converted once per ``variables`` mapping (scalars need nothing). An error value (an exception,
+        ``error_value``) or an unknown name is raised, so cel-cpp makes it an error value."""
+        budget = BUDGET.get()
+        if budget is not None and budget.cancelled:  # abandoned, as in LibraryCall
+            return None
+        variables = ACTIVATION.get().get(VARIABLES)
+        if not isinstance(variables, Mapping) or (value := variables.get(name, _MISSING)) is _MISSING:
+            raise CelEvaluationError(f"no such key: {name}")
+        if isinstance(value, BaseException):
+            raise value
+        if isinstance(value, _SCALARS):
+            return value
+        converted = self._converted.values
+        key = (id(variables), name)
+        found = converted.get(key)
+        if found is None or found[0] is not variables:
+            if len(converted) >= _CACHED_VARIABLES:
+                converted.clear()
+            found = converted[key] = (variables, to_expr(value, self.types))
         return found[1]
 
     def to_cel(self, value: object) -> object:

@@ -4,9 +4,9 @@ Each registry overload becomes a cel-cpp overload of the same name and call form
 a namespaced one (``sets.contains``, the member call on a namespace object in cel-python) becomes the global
 function of the dotted name (cel-cpp resolves dotted names natively) with the namespace object bound in.
 Namespace objects of a subclass of ``Namespace`` carry per-request data (``clock``, ``cluster``: see
-``registry.Namespace``): their functions are declared without implementation and bound per activation
-(``LateBound.functions``), because cel-cpp lets an activation supply an implementation only for a function
-declared without one. ``dyn`` parameters are declared ``dyn``: through ``cel.CelExtension`` they match every
+``registry.Namespace``): their functions call the namespace object of the evaluation's activation (``ACTIVATION``,
+by name; the backend's own object of that name when the activation has none), so one cel-cpp activation serves
+every evaluation of a request. ``dyn`` parameters are declared ``dyn``: through ``cel.CelExtension`` they match every
 argument kind in cel-expr-python 0.1.3 (the ``dyn`` bug of ``cel-engines.md`` §2 is in the ``functions=`` path).
 
 Overloads that cel-cpp's standard library already implements with the same signature (``_CEL_CPP_STANDARD``:
@@ -24,6 +24,7 @@ import contextvars
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from cel_expr_python import cel
@@ -37,6 +38,11 @@ from webhook.policy.cel.semantics import kind
 
 #: The budget of the evaluation running in this thread (``None``: no cost accounting).
 BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("cel_expr_budget", default=None)
+#: The activation (name -> value) of the evaluation running in this thread: per-request namespace objects and
+#: the composited ``variables`` are read from it.
+ACTIVATION: contextvars.ContextVar[Mapping[str, object]] = contextvars.ContextVar(
+    "cel_expr_activation", default=MappingProxyType({})
+)
 
 _CEL_CPP_STANDARD = frozenset(
     {
@@ -53,17 +59,25 @@ _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
 class LibraryCall:
     """The Python implementation of one cel-cpp overload: the first of ``overloads`` (same name, call form and
-    cel-cpp argument kinds) that accepts the arguments, called as ``implementation(*bound, *arguments)``."""
+    cel-cpp argument kinds) that accepts the arguments, called as ``implementation(*bound, *arguments)``; for a
+    per-request namespace (``late``), ``bound`` is the activation's namespace object of that name, else
+    ``late``'s own."""
 
-    __slots__ = ("bound", "checked", "name", "overloads", "types")
+    __slots__ = ("bound", "checked", "late", "name", "overloads", "types")
 
     def __init__(
-        self, name: str, overloads: tuple[Overload, ...], types: LibraryTypes, bound: tuple[object, ...]
+        self,
+        name: str,
+        overloads: tuple[Overload, ...],
+        types: LibraryTypes,
+        bound: tuple[object, ...],
+        late: Namespace | None = None,
     ) -> None:
         self.name = name
         self.overloads = overloads
         self.types = types
         self.bound = bound
+        self.late = late
         # cel-cpp matches every library message type where one is declared: check the kinds in Python then.
         self.checked = len(overloads) > 1 or any(types.is_library_kind(p) for o in overloads for p in o.params)
 
@@ -74,14 +88,15 @@ class LibraryCall:
                 return None
             budget.charge(library_call_cost(arguments))
         decoded = [self.types.decode(argument) for argument in arguments]
+        bound = self.bound if self.late is None else (ACTIVATION.get().get(self.late.name, self.late),)
         overload: Overload | None = self.overloads[0]
         if self.checked:
-            kinds = [kind(argument) for argument in (*self.bound, *decoded)]
+            kinds = [kind(argument) for argument in (*bound, *decoded)]
             overload = next((found for found in self.overloads if found.accepts(kinds)), None)
         try:
             if overload is None:
                 raise TypeError(self.name)
-            result = overload.implementation(*self.bound, *decoded)
+            result = overload.implementation(*bound, *decoded)
         except (TypeError, AttributeError):
             kinds = [kind(argument) for argument in decoded]
             raise CelEvaluationError(
@@ -148,45 +163,22 @@ def declarations(overloads: Iterable[Overload], types: LibraryTypes) -> list[Dec
     return found
 
 
-class LateBound:
-    """The per-request namespaces' declarations and their per-activation implementations."""
-
-    def __init__(self, declared: Iterable[Declaration], types: LibraryTypes) -> None:
-        self._types = types
-        self._declarations = tuple((declaration, *declaration.cel_types(types)) for declaration in declared)
-        self.namespaces = frozenset(d.namespace for d, _, _ in self._declarations if d.namespace is not None)
-
-    def functions(self, bound: Mapping[str, Namespace]) -> list[Any]:
-        """``cel.Function`` implementations of every late-bound function, on the namespace objects of ``bound``
-        (name -> namespace object; every late-bound namespace must be present)."""
-        functions = []
-        for declaration, params, result in self._declarations:
-            assert declaration.namespace is not None
-            call = LibraryCall(declaration.name, declaration.overloads, self._types, (bound[declaration.namespace],))
-            functions.append(cel.Function(declaration.name, params, False, call, result))
-        return functions
-
-
-def extension(
-    overloads: Iterable[Overload], types: LibraryTypes, namespaces: Sequence[Namespace]
-) -> tuple[Any, LateBound]:
-    """One ``cel.CelExtension`` declaring ``overloads`` (static namespaces bound to ``namespaces``' objects),
-    and the ``LateBound`` declarations of the per-request namespaces (a ``Namespace`` subclass)."""
-    static = {namespace.name: namespace for namespace in namespaces if type(namespace) is Namespace}
-    late: list[Declaration] = []
+def extension(overloads: Iterable[Overload], types: LibraryTypes, namespaces: Sequence[Namespace]) -> Any:
+    """One ``cel.CelExtension`` implementing ``overloads``: static namespaces bound to ``namespaces``' objects,
+    per-request ones (a ``Namespace`` subclass) read from the evaluation's activation (``LibraryCall``)."""
+    by_name = {namespace.name: namespace for namespace in namespaces}
     functions: dict[str, list[Any]] = {}
     for declaration in declarations(overloads, types):
         params, result = declaration.cel_types(types)
-        options: dict[str, Any] = {}
-        if declaration.namespace is not None and declaration.namespace not in static:
-            late.append(declaration)
+        namespace = by_name[declaration.namespace] if declaration.namespace is not None else None
+        if namespace is not None and type(namespace) is not Namespace:
+            call = LibraryCall(declaration.name, declaration.overloads, types, (), late=namespace)
         else:
-            bound = (static[declaration.namespace],) if declaration.namespace is not None else ()
-            options["impl"] = LibraryCall(declaration.name, declaration.overloads, types, bound)
+            call = LibraryCall(declaration.name, declaration.overloads, types, (namespace,) if namespace else ())
+        options: dict[str, Any] = {"impl": call}
         form = "member" if declaration.member else "global"
         identifier = _ID_UNSAFE.sub("_", f"{declaration.name}_{form}_{'_'.join(declaration.params)}")
         functions.setdefault(declaration.name, []).append(
             cel.Overload(identifier, result, params, is_member=declaration.member, **options)
         )
-    extension = cel.CelExtension("upgrade_gate", [cel.FunctionDecl(name, found) for name, found in functions.items()])
-    return extension, LateBound(late, types)
+    return cel.CelExtension("upgrade_gate", [cel.FunctionDecl(name, found) for name, found in functions.items()])
