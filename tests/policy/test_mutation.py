@@ -3,6 +3,7 @@ CEL backends."""
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -38,6 +39,14 @@ def test_mutating_decision(case: dict[str, Any], cel_engine: str) -> None:
             want["message"],
         )
         assert decision.patch == ()
+
+
+@pytest.mark.parametrize("cel_engine", CEL_ENGINES)
+@pytest.mark.parametrize("case", DATA["cases"], ids=[c["why"] for c in DATA["cases"]])
+def test_mutating_leaves_the_request_as_it_was(case: dict[str, Any], cel_engine: str) -> None:
+    request = copy.deepcopy(case["request"])
+    engine_for(case, cel_engine).mutate(request, case.get("namespace"))
+    assert request == case["request"]
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,6 @@ apiserver's single policy reinvocation does.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -75,7 +74,7 @@ def mutate(request: Mapping[str, Any], inputs: RequestInputs, found: Iterable[In
     """The ``Decision`` of the mutating policies for ``request`` (see the module docstring)."""
     selected = list(found)
     original = request.get("object")
-    state = _State(copy.deepcopy(original), inputs)
+    state = _State(original, inputs)  # never changed in place: merges copy what they change, patches copy all
     ran_if_needed: list[int] = []
     last_change = -1
     for position, item in enumerate(selected):

@@ -140,9 +140,10 @@ class CelExprExecutable:
             ACTIVATION.reset(reading)
             BUDGET.reset(token)
             budget.settle()
-        if result.type() == cel.Type.ERROR:
-            raise CelEvaluationError(evaluation_message(str(result.value())))
-        return from_expr(result.plain_value())
+        value = result.plain_value()
+        if type(value) is str and result.type() == cel.Type.ERROR:  # an error's plain value is its text
+            raise CelEvaluationError(evaluation_message(value))
+        return from_expr(value)
 
 
 class FallbackExecutable:
@@ -355,6 +356,8 @@ class CelExprBackend:
 
     def to_python(self, value: object) -> object:
         """See ``webhook.policy.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
+        if value is True or value is False or value is None:  # most results: nothing to walk
+            return value
         return shared_values.to_python(decoded(value, self.types))
 
     def error_value(self, message: str) -> CelEvaluationError:
