@@ -23,7 +23,7 @@ from typing import Any
 from webhook.errors import MatchError, ParamError
 from webhook.objects import ObjectStore
 from webhook.policy.activation import RequestInputs
-from webhook.policy.matching import matches
+from webhook.policy.matching import Attributes, matches, may_match, resource_key
 from webhook.policy.model import DENY, Binding, ParamKind, ParamRef, Policy
 
 #: (API group, kind) of well-known cluster-scoped kinds that may serve as params.
@@ -44,6 +44,34 @@ CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("addon.open-cluster-management.io", "ClusterManagementAddOn"),
     }
 )
+
+
+PolicyBindings = tuple[Policy, tuple[Binding, ...]]
+#: Distinct request kinds remembered per ``Dispatcher`` (operation, resource, subresource, scope); then it starts over.
+_MAX_KINDS = 1024
+
+
+class Dispatcher:
+    """The policies of one kind (validating or mutating), each with its bindings, in order; ``candidates`` are
+    those whose resource rules can match a request, worked out once per kind of request (``resource_key``: its
+    operation, resource, subresource and scope), so each request matches only those policies in full."""
+
+    def __init__(self, policies: tuple[Policy, ...], bindings: tuple[Binding, ...]) -> None:
+        self.policies: tuple[PolicyBindings, ...] = tuple(
+            (policy, tuple(b for b in bindings if b.policy_name == policy.name)) for policy in policies
+        )
+        self._candidates: dict[tuple[object, ...], tuple[PolicyBindings, ...]] = {}
+
+    def candidates(self, attributes: Attributes) -> tuple[PolicyBindings, ...]:
+        """The policies (with bindings) that may match a request with ``attributes``, in order."""
+        key = resource_key(attributes)
+        found = self._candidates.get(key)
+        if found is None:
+            if len(self._candidates) >= _MAX_KINDS:
+                self._candidates.clear()
+            found = tuple(item for item in self.policies if may_match(item[0].match_constraints, attributes))
+            self._candidates[key] = found
+        return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ from webhook.policy.activation import Activation, RequestInputs, activation, bin
 from webhook.policy.cel import extension_bindings
 from webhook.policy.cel.environment import backend_named
 from webhook.policy.decision import Decision
-from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, invocations
+from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, Dispatcher, invocations
 from webhook.policy.model import (
     AUDIT,
     DENY,
@@ -133,8 +133,8 @@ class PolicyEngine:
         self.store = store
         self.cluster_scoped_kinds = frozenset(cluster_scoped_kinds)
         self.backend = backend_named(policies.engine)
-        self._validating = _with_bindings(policies.validating_policies, policies.validating_bindings)
-        self._mutating = _with_bindings(policies.mutating_policies, policies.mutating_bindings)
+        self._validating = Dispatcher(policies.validating_policies, policies.validating_bindings)
+        self._mutating = Dispatcher(policies.mutating_policies, policies.mutating_bindings)
 
     def inputs(
         self, request: Mapping[str, Any], namespace: Mapping[str, Any] | None, now: datetime.datetime | None
@@ -157,7 +157,8 @@ class PolicyEngine:
         inputs = self.inputs(request, namespace, now)
         outcome = _Outcome()
         collected: dict[str, dict[str, list[str]]] = {}  # policy -> audit annotation key -> values
-        for item in invocations(self._validating, inputs, self.store, self.cluster_scoped_kinds):
+        candidates = self._validating.candidates(inputs.attributes)
+        for item in invocations(candidates, inputs, self.store, self.cluster_scoped_kinds):
             policy = cast(ValidatingPolicy, item.policy)
             if isinstance(item, ConfigError):
                 if policy.failure_policy == FAIL:
@@ -182,7 +183,8 @@ class PolicyEngine:
     ) -> Decision:
         """Run every MutatingAdmissionPolicy on ``request`` at ``now``; the decision carries the JSON patch."""
         inputs = self.inputs(request, namespace, now)
-        found = invocations(self._mutating, inputs, self.store, self.cluster_scoped_kinds)
+        candidates = self._mutating.candidates(inputs.attributes)
+        found = invocations(candidates, inputs, self.store, self.cluster_scoped_kinds)
         return mutation.mutate(request, inputs, found)
 
     def admit(
@@ -205,10 +207,6 @@ class PolicyEngine:
             patched = jsonpatch.apply_patch(copy.deepcopy(patched), list(mutated.patch))
         validated = self.validate({**request, "object": patched}, namespace, now=now)
         return Admission(mutated, validated, patched)
-
-
-def _with_bindings(policies: tuple[Any, ...], bindings: tuple[Binding, ...]) -> tuple[tuple[Any, tuple[Any, ...]], ...]:
-    return tuple((policy, tuple(b for b in bindings if b.policy_name == policy.name)) for policy in policies)
 
 
 def _name(binding: Binding | None) -> str | None:

@@ -100,16 +100,36 @@ def _resource(entry: str, resource: str, subresource: str) -> bool:
     return want_resource in ("*", resource) and want_sub in ("*", subresource)
 
 
-def rules_match(rules: tuple[Rule, ...], match_policy: str, attributes: Attributes) -> bool:
-    """``matchesResourceRules``: some rule matches the resource and (if it lists any) the name; with
-    ``Equivalent`` also via ``requestResource`` (see the module docstring)."""
+def rules_match(rules: tuple[Rule, ...], match_policy: str, attributes: Attributes, *, by_name: bool = True) -> bool:
+    """``matchesResourceRules``: some rule matches the resource and (if it lists any, and ``by_name``) the name;
+    with ``Equivalent`` also via ``requestResource`` (see the module docstring)."""
     resources = [attributes.resource]
     if match_policy == EQUIVALENT and attributes.request_resource is not None:
         resources.append(attributes.request_resource)
     return any(
-        rule_matches(rule, attributes, resource) and (not rule.resource_names or attributes.name in rule.resource_names)
+        rule_matches(rule, attributes, resource)
+        and (not by_name or not rule.resource_names or attributes.name in rule.resource_names)
         for resource in resources
         for rule in rules
+    )
+
+
+def resource_key(attributes: Attributes) -> tuple[object, ...]:
+    """What ``rules_match(..., by_name=False)`` reads of a request: equal keys, equal answers."""
+    return (
+        attributes.operation,
+        attributes.resource,
+        attributes.subresource,
+        attributes.request_resource,
+        attributes.namespace == "",
+    )
+
+
+def may_match(constraints: MatchResources, attributes: Attributes) -> bool:
+    """False when ``matches`` is False whatever the request's name, namespace and labels: no resource rule
+    matches its operation and resource (a function of ``resource_key``)."""
+    return not constraints.resource_rules or rules_match(
+        constraints.resource_rules, constraints.match_policy, attributes, by_name=False
     )
 
 
