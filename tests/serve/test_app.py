@@ -21,6 +21,7 @@ from webhook.policy.decision import Decision as Allowed
 from webhook.policy.model import PolicySet
 from webhook.serve.app import create_app
 from webhook.serve.metrics import Metrics
+from webhook.serve.review import parse_review
 from webhook.serve.runtime import PolicyRuntime
 from webhook.settings import DEFAULT_CEL_ENGINE, ServeSettings
 
@@ -255,3 +256,9 @@ def test_one_json_log_line_per_decision_names_the_denying_policy_and_never_the_o
         "warnings": 0,
         "patch_operations": 0,
     }
+
+
+def test_an_integer_beyond_int64_reaches_policies_as_a_double_as_the_apiserver_decodes_it() -> None:
+    review = parse_review(_review_text('{"n": 9223372036854775808, "m": 9223372036854775807}'), "application/json")
+    assert review.request["object"] == {"n": 9.223372036854775808e18, "m": 2**63 - 1}
+    assert [type(value) for value in review.request["object"].values()] == [float, int]

@@ -56,7 +56,8 @@ class RequestInputs:
     ``namespace`` is the request's Namespace object as given (``None`` if none or unknown); ``params`` caches
     param objects converted to CEL, by identity of the stored object. The request is converted to CEL values
     of ``backend`` only when a policy first needs it (``cel``), so a request that no policy matches costs no
-    conversion.
+    conversion; ``from_json``: the request was decoded from JSON with its integers within int64, so the backend
+    may take it without checks (``Backend.from_json``).
     """
 
     backend: Backend
@@ -65,6 +66,7 @@ class RequestInputs:
     namespace_name: str
     request: Mapping[str, Any]
     extra: Mapping[str, object]
+    from_json: bool = False
     params: dict[int, object] = field(default_factory=dict)
     _cel: dict[str, object] | None = None
 
@@ -75,13 +77,16 @@ class RequestInputs:
         request: Mapping[str, Any],
         namespace: Mapping[str, Any] | None,
         extra: Mapping[str, object],
+        *,
+        from_json: bool = False,
     ) -> RequestInputs:
         """The inputs of ``request`` (an AdmissionReview ``request`` dict) for ``backend``; ``extra`` are further
-        activation entries (extension libraries)."""
+        activation entries (extension libraries); ``from_json``: see the class."""
         kind = request.get("kind") or {}
         is_namespace = kind.get("group", "") == "" and kind.get("version") == "v1" and kind.get("kind") == "Namespace"
         namespace_name = "" if is_namespace else str(request.get("namespace") or "")
-        return cls(backend, Attributes.from_request(request), namespace, namespace_name, request, extra)
+        attributes = Attributes.from_request(request)
+        return cls(backend, attributes, namespace, namespace_name, request, extra, from_json)
 
     @property
     def cel(self) -> dict[str, object]:
@@ -89,11 +94,12 @@ class RequestInputs:
         convertible JSON (e.g. an integer outside int64)."""
         if self._cel is None:
             request, namespace, to_cel = self.request, self.namespace, self.backend.to_cel
+            convert = self.backend.from_json if self.from_json else to_cel
             try:
                 self._cel = {
-                    "object": to_cel(request.get("object")),
-                    "oldObject": to_cel(request.get("oldObject")),
-                    "request": to_cel({k: request[k] for k in _REQUEST_FIELDS if request.get(k) is not None}),
+                    "object": convert(request.get("object")),
+                    "oldObject": convert(request.get("oldObject")),
+                    "request": convert({k: request[k] for k in _REQUEST_FIELDS if request.get(k) is not None}),
                     "namespaceObject": to_cel(namespace_object(namespace) if self.namespace_name else None),
                     "authorizer": None,
                     **self.extra,

@@ -137,12 +137,19 @@ class PolicyEngine:
         self._mutating = Dispatcher(policies.mutating_policies, policies.mutating_bindings)
 
     def inputs(
-        self, request: Mapping[str, Any], namespace: Mapping[str, Any] | None, now: datetime.datetime | None
+        self,
+        request: Mapping[str, Any],
+        namespace: Mapping[str, Any] | None,
+        now: datetime.datetime | None,
+        *,
+        from_json: bool = False,
     ) -> RequestInputs:
         """The request's inputs (converted to CEL on first use), with the extension libraries bound: ``cluster``
-        over the store, ``clock`` at ``now`` (default: the current time, UTC)."""
+        over the store, ``clock`` at ``now`` (default: the current time, UTC). ``from_json``: the request was
+        decoded from JSON with its integers within int64 (``RequestInputs``)."""
         moment = now or datetime.datetime.now(datetime.UTC)
-        return RequestInputs.build(self.backend, request, namespace, extension_bindings(self.store, moment))
+        bindings = extension_bindings(self.store, moment)
+        return RequestInputs.build(self.backend, request, namespace, bindings, from_json=from_json)
 
     def validate(
         self,
@@ -150,11 +157,14 @@ class PolicyEngine:
         namespace: Mapping[str, Any] | None = None,
         *,
         now: datetime.datetime | None = None,
+        from_json: bool = False,
     ) -> Decision:
         """Run every ValidatingAdmissionPolicy on ``request`` at the request time ``now`` (default: now, UTC).
+        ``from_json``: ``request`` was decoded from JSON with its integers within int64 (as
+        ``webhook.serve.review.parse_review`` reads it), so it is converted to CEL without checks.
 
         Raises ``ReviewError`` for an unreadable request."""
-        inputs = self.inputs(request, namespace, now)
+        inputs = self.inputs(request, namespace, now, from_json=from_json)
         outcome = _Outcome()
         collected: dict[str, dict[str, list[str]]] = {}  # policy -> audit annotation key -> values
         candidates = self._validating.candidates(inputs.attributes)
@@ -180,9 +190,11 @@ class PolicyEngine:
         namespace: Mapping[str, Any] | None = None,
         *,
         now: datetime.datetime | None = None,
+        from_json: bool = False,
     ) -> Decision:
-        """Run every MutatingAdmissionPolicy on ``request`` at ``now``; the decision carries the JSON patch."""
-        inputs = self.inputs(request, namespace, now)
+        """Run every MutatingAdmissionPolicy on ``request`` at ``now``; the decision carries the JSON patch.
+        ``from_json``: as for ``validate``."""
+        inputs = self.inputs(request, namespace, now, from_json=from_json)
         candidates = self._mutating.candidates(inputs.attributes)
         found = invocations(candidates, inputs, self.store, self.cluster_scoped_kinds)
         return mutation.mutate(request, inputs, found)

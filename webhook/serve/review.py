@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -102,7 +103,9 @@ def parse_review(body: bytes, content_type: str | None) -> Review:
     ``content_type`` must be ``application/json`` (parameters such as ``charset`` allowed). Checked: the
     body is a JSON object, ``kind: AdmissionReview``, ``apiVersion`` ``admission.k8s.io/v1|v1beta1``, a
     ``request`` object with a non-empty string ``uid``, ``kind`` ``{group, version, kind}`` strings, an
-    ``operation`` of CREATE/UPDATE/DELETE/CONNECT, and ``object``/``oldObject`` objects or null.
+    ``operation`` of CREATE/UPDATE/DELETE/CONNECT, and ``object``/``oldObject`` objects or null. Integers beyond
+    int64 are read as float64, as the apiserver's decoder reads them, so the request holds only JSON values that
+    CEL takes as they are (``PolicyEngine.validate``'s ``from_json``).
     Raises ``ReviewError`` with one deterministic sentence (HTTP 400), also for what Python's decoder accepts but
     JSON and the apiserver do not (``NaN``, ``Infinity``), integers beyond any int64 or float64, and nesting deeper
     than the interpreter's recursion limit (the server raises it above the 10,000 levels the apiserver's decoder
@@ -137,13 +140,20 @@ def _not_json(name: str) -> Any:
     raise ReviewError(f"the body is not JSON: {name} is not a JSON value")
 
 
-def _integer(text: str) -> int:
-    """A JSON integer; one of more than ``MAX_INTEGER_DIGITS`` digits is refused: the apiserver decodes numbers as
-    int64 or float64 (``k8s.io/apimachinery/pkg/util/json``) and never sends one that large."""
+def _integer(text: str) -> int | float:
+    """A JSON integer as the apiserver decodes it (``k8s.io/apimachinery/pkg/util/json``: int64 if it fits, else
+    float64), so that a request holds no integer beyond int64. One beyond float64, or of more than
+    ``MAX_INTEGER_DIGITS`` digits, is refused: the apiserver never sends one."""
     digits = len(text.lstrip("-"))
-    if digits > MAX_INTEGER_DIGITS:
+    if digits <= _INT64_DIGITS and -(2**63) <= (value := int(text)) < 2**63:
+        return value
+    if digits > MAX_INTEGER_DIGITS or math.isinf(number := float(text)):
         raise ReviewError(f"the body has an integer of {digits} digits, beyond any int64 or float64 number")
-    return int(text)
+    return number
+
+
+#: Digits of the largest int64 (9223372036854775807).
+_INT64_DIGITS = 19
 
 
 def _check_request(request: Mapping[str, Any]) -> None:

@@ -72,7 +72,8 @@ class ClusterCache(ObjectStore, Protocol):
 
 class EngineAdmitter:
     """An ``Admitter`` over ``webhook.policy.engine.PolicyEngine``: looks up the request's Namespace in
-    ``store`` (``namespaceObject``) and gives the engine each request's time from ``clock`` (``clock.now()``)."""
+    ``store`` (``namespaceObject``) and gives the engine each request's time from ``clock`` (``clock.now()``).
+    Requests are as ``webhook.serve.review.parse_review`` decodes them (``from_json``)."""
 
     def __init__(
         self,
@@ -91,11 +92,11 @@ class EngineAdmitter:
 
     def validate(self, request: Mapping[str, Any]) -> Decision:
         """See ``Admitter.validate``."""
-        return self.engine.validate(request, self._namespace(request), now=self.clock())
+        return self.engine.validate(request, self._namespace(request), now=self.clock(), from_json=True)
 
     def mutate(self, request: Mapping[str, Any]) -> Decision:
         """See ``Admitter.mutate``."""
-        return self.engine.mutate(request, self._namespace(request), now=self.clock())
+        return self.engine.mutate(request, self._namespace(request), now=self.clock(), from_json=True)
 
 
 AdmitterFactory = Callable[[PolicySet, ObjectStore], Admitter]

@@ -54,6 +54,11 @@ class Backend(Protocol):
         """A JSON-shaped Python value as this backend's CEL value; ``CelEvaluationError`` if impossible."""
         ...
 
+    def from_json(self, value: object) -> object:
+        """A value as decoded from JSON, with every integer within int64 (only dict, list, str, int, float, bool and
+        None): what ``to_cel`` gives, without its checks where the backend takes such values as they are."""
+        ...
+
     def to_python(self, value: object) -> object:
         """A CEL value of this backend as plain JSON-able Python."""
         ...

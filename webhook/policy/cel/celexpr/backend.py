@@ -354,6 +354,11 @@ class CelExprBackend:
         """See ``values.to_expr``."""
         return to_expr(value, self.types)
 
+    def from_json(self, value: object) -> object:
+        """See ``backend.Backend.from_json``: cel-expr-python takes such values as they are (``to_expr`` would walk
+        them only to find nothing to convert)."""
+        return value
+
     def to_python(self, value: object) -> object:
         """See ``webhook.policy.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
         if value is True or value is False or value is None:  # most results: nothing to walk

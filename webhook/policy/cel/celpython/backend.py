@@ -155,6 +155,10 @@ class CelPythonBackend:
         """See ``values.to_cel``."""
         return values.to_cel(value)
 
+    def from_json(self, value: object) -> object:
+        """See ``backend.Backend.from_json``: celpy's values are its own types, so this converts as ``to_cel``."""
+        return values.to_cel(value)
+
     def to_python(self, value: object) -> object:
         """See ``values.to_python``."""
         return values.to_python(value)
