@@ -10,6 +10,7 @@ Public API::
     evaluate(expression, variables=None) -> Python value # one-shot: compile, evaluate, convert
     EXTENSION_FUNCTIONS                                  # names that are not portable to the apiserver
     extension_bindings(store, now) -> {"cluster": ..., "clock": ...}   # merge into each activation
+    reads(expression) -> Reads(kinds, computed)          # the kinds its cluster.get/list calls name
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ from webhook.objects import ObjectStore
 from webhook.policy.cel.environment import Environment, Program, backend_named, default_backend
 from webhook.policy.cel.libraries import EXTENSION_FUNCTIONS
 from webhook.policy.cel.libraries.extensions import extension_bindings
+from webhook.policy.cel.reads import Reads, reads
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 __all__ = [
     "EXTENSION_FUNCTIONS",
     "Environment",
     "Program",
+    "Reads",
     "evaluate",
     "extension_bindings",
+    "reads",
     "to_python",
 ]
 
