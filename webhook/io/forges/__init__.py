@@ -1,1 +1,1 @@
-"""Git forges' pull-request APIs (GitHub, GitLab) and a fake GitHub for tests."""
+"""Git forges' pull-request APIs (GitHub, GitLab) over an injectable transport, and a fake of each for tests."""
