@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.tables import load, params
-from webhook.policy.cel import reads
+from webhook.policy.cel import lookups
 from webhook.policy.loader import load_policy_set, load_policy_text
 from webhook.policy.lookups import NAMESPACE, ClusterReads, cluster_reads
 
@@ -23,7 +23,7 @@ CONFIGMAPS = {
 
 @pytest.mark.parametrize("case", params(TABLE["expressions"]))
 def test_an_expression_reads(case: dict[str, Any]) -> None:
-    found = reads(case["expression"])
+    found = lookups(case["expression"])
     assert found.kinds == tuple(tuple(kind) for kind in case["kinds"])
     assert found.computed == case["computed"]
 

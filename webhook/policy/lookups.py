@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webhook.policy.cel import reads
+from webhook.policy.cel import lookups
 from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS
 from webhook.policy.model import Binding, Policy, PolicySet, expressions
 
@@ -61,7 +61,7 @@ def cluster_reads(policies: PolicySet) -> ClusterReads:
             for expression in expressions(policy):
                 if not _LOOKUP_FUNCTIONS & expression.program.extensions:
                     continue  # calls neither: not parsed again
-                found = reads(expression.text)
+                found = lookups(expression.text)
                 everywhere.update(found.kinds)
                 if found.computed:
                     computed.add(policy.name)

@@ -38,10 +38,8 @@ from gunicorn.arbiter import Arbiter
 
 from webhook import logs
 from webhook.errors import InputError, PolicyLoadError
-from webhook.io.kube.cache import ApiSource, WatchCache, policy_resources
-from webhook.io.kube.cluster import connect
-from webhook.policy.lookups import cluster_reads
-from webhook.policy.model import PolicySet
+from webhook.io.kube import ApiSource, WatchCache, connect, policy_resources
+from webhook.policy import PolicySet, cluster_reads
 from webhook.serve.app import create_app
 from webhook.serve.metrics import Metrics, forget_process
 from webhook.serve.runtime import PREPARE_INTERVAL_S, ClusterCache, PolicyRuntime

@@ -30,7 +30,7 @@ from kubernetes.watch.watch import iter_resp_lines
 from webhook import logs
 from webhook.errors import ClusterError, Expired, NotServed
 from webhook.objects import KubeObject, LabelSelector, plural_of
-from webhook.policy.lookups import ClusterReads
+from webhook.policy import ClusterReads
 
 log = logging.getLogger(__name__)
 

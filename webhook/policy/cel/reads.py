@@ -1,6 +1,6 @@
 """What an expression reads from the cluster, found in its parse tree without evaluating it.
 
-``reads(expression)`` gives the kinds its ``cluster.get``/``cluster.list`` calls look up. A call's kind is known
+``lookups(expression)`` gives the kinds its ``cluster.get``/``cluster.list`` calls look up. A call's kind is known
 when its first two arguments (apiVersion, kind) are string literals, as in every bundled policy; a call that
 computes either (``cluster.list(params.data.apiVersion, 'X')``) is counted in ``computed``, since no reading of
 the text can say which kind it will ask for.
@@ -18,7 +18,7 @@ _LOOKUPS = frozenset({"get", "list"})
 
 
 @dataclass(frozen=True, slots=True)
-class Reads:
+class Lookups:
     """``kinds``: the (apiVersion, kind) of each ``cluster.get/list`` call naming both literally, sorted, without
     repeats; ``computed``: how many such calls compute their apiVersion or kind."""
 
@@ -26,7 +26,7 @@ class Reads:
     computed: int
 
 
-def reads(expression: str) -> Reads:
+def lookups(expression: str) -> Lookups:
     """What ``expression`` reads. Raises ``CelCompileError`` for a syntax error (an expression of a loaded
     policy has none)."""
     kinds: set[tuple[str, str]] = set()
@@ -43,4 +43,4 @@ def reads(expression: str) -> Reads:
                 computed += 1
             else:
                 kinds.add((api_version, kind))
-    return Reads(tuple(sorted(kinds)), computed)
+    return Lookups(tuple(sorted(kinds)), computed)

@@ -44,9 +44,19 @@ from typing import Any, TypeVar
 
 from webhook.conditions import format_time
 from webhook.errors import CelEvaluationError, InputError
-from webhook.ocm.addons import AddOnVersions, classify, is_addon_version
-from webhook.ocm.canary import CanaryVerdict, Observation, canary_gate
-from webhook.ocm.rollout import Placement, classify_configs, last_known_good_configs, placement_changes, render_configs
+from webhook.ocm import (
+    AddOnVersions,
+    CanaryVerdict,
+    Observation,
+    Placement,
+    canary_gate,
+    classify,
+    classify_configs,
+    is_addon_version,
+    last_known_good_configs,
+    placement_changes,
+    render_configs,
+)
 from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
 
 NAMESPACE = Namespace("addon")

@@ -36,7 +36,7 @@ from typing import Any
 
 from webhook.errors import CelEvaluationError, InputError
 from webhook.objects import LabelSelector, ObjectStore
-from webhook.olm.release import read_release
+from webhook.olm import read_release
 from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
 from webhook.versions import parse_constraint, parse_version
 from webhook.windows import parse_window
