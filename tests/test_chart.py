@@ -32,6 +32,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from webhook.io.kube.cache import policy_resources
 from webhook.policy import evaluate
+from webhook.policy.loader import load_policy_set
+from webhook.policy.lookups import cluster_reads
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "upgrade-gate"
@@ -546,11 +548,13 @@ def test_the_webhook_may_only_read_what_policies_look_up(rendered):
         for verb in READ
     }
     assert _grants(cluster_role["rules"]) == expected
-    watched = {(r.api_version.rpartition("/")[0], r.plural) for r in policy_resources(NAMESPACE) if not r.namespace}
+    resources = policy_resources(cluster_reads(load_policy_set([ROOT / "policies"])), NAMESPACE)
+    watched = {(r.api_version.rpartition("/")[0], r.plural) for r in resources if not r.namespace}
     assert watched <= {(group, resource) for group, resource, _ in expected}
     role = find(objects, "Role", WEBHOOK)
     assert role["metadata"]["namespace"] == NAMESPACE
     assert _grants(role["rules"]) == {("", "configmaps", verb) for verb in READ}
+    assert {(r.api_version, r.plural) for r in resources if r.namespace} == {("v1", "configmaps")}
     for binding_kind, role_kind in [("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")]:
         binding = find(objects, binding_kind, WEBHOOK)
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": WEBHOOK}

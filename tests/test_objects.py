@@ -1,4 +1,4 @@
-"""Label selectors against apimachinery's semantics (cases in tests/data/labels.yaml)."""
+"""Label selectors against apimachinery's semantics (cases in tests/data/labels.yaml); default resource names."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from webhook.errors import InputError
-from webhook.objects import LabelSelector
+from webhook.objects import LabelSelector, plural_of
 
 CASES: dict[str, list[dict[str, Any]]] = yaml.safe_load(
     (Path(__file__).parent / "data" / "labels.yaml").read_text(encoding="utf-8")
@@ -30,3 +30,17 @@ def test_selector_errors(case: dict[str, Any]) -> None:
 
 def test_absent_selector_matches_everything() -> None:
     assert LabelSelector.from_dict(None).matches({"any": "thing"})
+
+
+@pytest.mark.parametrize(
+    ("kind", "resource"),
+    [
+        ("ClusterExtensionRevision", "clusterextensionrevisions"),
+        ("ManagedClusterAddOn", "managedclusteraddons"),
+        ("NetworkPolicy", "networkpolicies"),
+        ("Ingress", "ingresses"),
+        ("Gateway", "gateways"),
+    ],
+)
+def test_default_resource_names(kind: str, resource: str) -> None:
+    assert plural_of(kind) == resource

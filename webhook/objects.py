@@ -124,6 +124,16 @@ def _requirement(expression: object) -> Requirement:
     return Requirement(key, str(operator), frozenset(_label_value(v) for v in values))
 
 
+def plural_of(kind: str) -> str:
+    """The resource name Kubernetes gives a kind by default: lower case, plural (``Policy`` → ``policies``)."""
+    lower = kind.lower()
+    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return lower[:-1] + "ies"
+    if lower.endswith(("s", "x", "z", "ch", "sh")):
+        return lower + "es"
+    return lower + "s"
+
+
 class ObjectStore(Protocol):
     """Read-only lookups of cluster objects by apiVersion and kind (``v1``, ``group/version``)."""
 

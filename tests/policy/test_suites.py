@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from webhook.errors import InputError
-from webhook.policy.suites import CaseResult, SuiteResult, load_suites, plural_of, run_suite
+from webhook.policy.suites import CaseResult, SuiteResult, load_suites, run_suite
 from webhook.settings import CEL_ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,17 +110,3 @@ def test_a_malformed_suite_names_its_file_and_problem(tmp_path: Path, text: str,
         load_suites([path])
     assert str(raised.value).startswith(f"{path}:1: ")
     assert error in str(raised.value)
-
-
-@pytest.mark.parametrize(
-    ("kind", "resource"),
-    [
-        ("ClusterExtensionRevision", "clusterextensionrevisions"),
-        ("ManagedClusterAddOn", "managedclusteraddons"),
-        ("NetworkPolicy", "networkpolicies"),
-        ("Ingress", "ingresses"),
-        ("Gateway", "gateways"),
-    ],
-)
-def test_default_resource_names(kind: str, resource: str) -> None:
-    assert plural_of(kind) == resource

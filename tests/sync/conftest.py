@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.io.forges.fake import FakeGitHub
+from webhook.io.forges.fake import FakeForge, FakeGitHub, FakeGitLab
 from webhook.sync.cycle import SyncOptions, run_cycle
 from webhook.sync.report import Report
 
@@ -46,19 +46,28 @@ def git(cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = 
 class World:
     """The remote, a human's clone of it and the sync loop's options."""
 
-    def __init__(self, tmp: Path, github: FakeGitHub) -> None:
+    def __init__(self, tmp: Path, forge: FakeForge) -> None:
         self.tmp = tmp
         self.remote = tmp / "remote.git"
         self.human = tmp / "human"
         self.workdir = tmp / "sync" / "clone"
-        self.github = github
+        self.forge = forge
         self.now = NOW
         git(tmp, "init", "--quiet", "--bare", "-b", "main", str(self.remote))
         git(tmp, "clone", "--quiet", str(self.remote), str(self.human))
         shutil.copytree(DATA, self.human, dirs_exist_ok=True)
-        self.set_config(lambda text: text.replace("@FORGE_URL@", github.url))
+        self.set_config(lambda text: text.replace("@FORGE_URL@", forge.url))
+        if isinstance(forge, FakeGitLab):
+            self.set_config(lambda text: text.replace("type: github", "type: gitlab"))
+            forge.add_user("platform-team")  # forge.reviewers: GitLab takes user ids
         self.copy_catalog()
         self.push("initial desired state")
+
+    @property
+    def github(self) -> FakeGitHub:
+        """The fake GitHub of a world on GitHub (the default)."""
+        assert isinstance(self.forge, FakeGitHub)
+        return self.forge
 
     def set_config(self, edit: object) -> None:
         path = self.human / "upgrade-gate.yaml"
@@ -139,8 +148,10 @@ def _newer(blob: dict[str, object], limit: str) -> bool:
 
 
 @contextlib.contextmanager
-def gitops_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    """A ``World`` in ``tmp_path``, with git configured for a fresh machine and a human's identity."""
+def gitops_world(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forge: type[FakeForge] = FakeGitHub
+) -> Iterator[World]:
+    """A ``World`` in ``tmp_path`` on ``forge``, with git configured for a fresh machine and a human's identity."""
     config = tmp_path / "gitconfig"
     config.write_text("")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
@@ -148,11 +159,18 @@ def gitops_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Wo
     for role in ("AUTHOR", "COMMITTER"):
         monkeypatch.setenv(f"GIT_{role}_NAME", "Hannah Human")
         monkeypatch.setenv(f"GIT_{role}_EMAIL", HUMAN)
-    with FakeGitHub("example-org/clusters") as github:
-        yield World(tmp_path, github)
+    with forge("example-org/clusters") as fake:
+        yield World(tmp_path, fake)
 
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     with gitops_world(tmp_path, monkeypatch) as built:
+        yield built
+
+
+@pytest.fixture(params=[FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def forge_world(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """A ``World`` on each fake forge."""
+    with gitops_world(tmp_path, monkeypatch, request.param) as built:
         yield built

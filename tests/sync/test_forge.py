@@ -1,35 +1,29 @@
-"""Forge reads for ``upgrade-gate review``: a pull request's commits, its approving reviewers and team
-membership, on GitHub (the fake GitHub, in GitHub's documented shapes) and GitLab (a stub serving GitLab's
-documented answers)."""
+"""The forge clients over the fake forges (in GitHub's and GitLab's documented shapes): a pull request's commits,
+its approving reviewers and team membership for ``upgrade-gate review``, and the proposal lifecycle the sync loop
+drives, the same on both forges."""
 
 from __future__ import annotations
 
-import json
-import threading
-import urllib.parse
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from tests import tables
 from webhook.errors import GitError
 from webhook.io.forges.api import GitHub, GitLab
-from webhook.io.forges.fake import FakeGitHub
+from webhook.io.forges.fake import FakeForge, FakeGitHub, FakeGitLab
 
 REVIEWS = tables.load("gitops/reviews.yaml")
 HEAD, BASE = "a" * 40, "b" * 40
 
 
 @pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub("example-org/clusters") as fake:
-        yield fake
+def github() -> FakeGitHub:
+    return FakeGitHub("example-org/clusters")
 
 
 def _client(fake: FakeGitHub) -> GitHub:
-    return GitHub(fake.url, fake.repository, "token")
+    return fake.client()
 
 
 @pytest.mark.parametrize("case", tables.params(REVIEWS))
@@ -76,69 +70,87 @@ def test_github_an_unreachable_forge_is_one_error(github: FakeGitHub) -> None:
         _client(github).approving_reviewers(1)
 
 
-class _GitLabStub:
-    """GitLab's documented answers for one project: merge request 3, its approvals, users and a group."""
-
-    project = "/projects/example-org%2Fclusters/merge_requests"
-    answers: ClassVar[dict[str, Any]] = {
-        f"{project}/3": {
-            "iid": 3,
-            "source_branch": "upgrade-gate/cloudnative-pg",
-            "target_branch": "main",
-            "title": "Upgrade cloudnative-pg",
-            "description": "",
-            "web_url": "https://gitlab.invalid/example-org/clusters/-/merge_requests/3",
-            "sha": HEAD,
-            "diff_refs": {"base_sha": BASE, "head_sha": HEAD, "start_sha": BASE},
-        },
-        f"{project}/3/approvals": {
-            "approved": True,
-            "approved_by": [{"user": {"id": 2, "username": "carol", "name": "Carol"}}, {"user": {"username": "alice"}}],
-        },
-        "/users?username=alice": [{"id": 1, "username": "alice"}],
-        "/users?username=carol": [{"id": 2, "username": "carol"}],
-        "/users?username=ghost": [],
-        "/groups/example-org%2Fplatform-admins/members/all/1": {"id": 1, "username": "alice", "access_level": 30},
-    }
-
-    def __init__(self) -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        answers = self.answers
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                parsed = urllib.parse.urlsplit(self.path)
-                key = parsed.path + (f"?{parsed.query}" if parsed.query else "")
-                found = key in answers
-                data = json.dumps(answers[key] if found else {"message": "404 Not Found"}).encode()
-                self.send_response(200 if found else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """Silent."""
-
-        return Handler
-
-
 @pytest.fixture
-def gitlab() -> Iterator[GitLab]:
-    stub = _GitLabStub()
-    yield GitLab(stub.url, "example-org/clusters", "token")
-    stub.server.shutdown()
-    stub.server.server_close()
+def gitlab() -> FakeGitLab:
+    fake = FakeGitLab("example-org/clusters")
+    fake.add_user("platform-team")
+    return fake
 
 
-def test_gitlab_merge_request_reads(gitlab: GitLab) -> None:
-    pull = gitlab.pull_request(3)
+def test_gitlab_merge_request_reads(gitlab: FakeGitLab) -> None:
+    client = gitlab.client()
+    number = client.create_pull_request("upgrade-gate/cloudnative-pg", "main", "Upgrade", "", labels=(), reviewers=())
+    gitlab.set_commits(number.number, HEAD, BASE)
+    pull = client.pull_request(number.number)
     assert (pull.head, pull.head_sha, pull.base, pull.base_sha) == ("upgrade-gate/cloudnative-pg", HEAD, "main", BASE)
-    assert gitlab.approving_reviewers(3) == ["alice", "carol"]
-    assert gitlab.is_team_member("example-org/platform-admins", "alice")
-    assert not gitlab.is_team_member("example-org/platform-admins", "carol")
-    assert not gitlab.is_team_member("example-org/platform-admins", "ghost")
+    gitlab.approve(number.number, "carol")
+    gitlab.approve(number.number, "alice")
+    assert client.approving_reviewers(number.number) == ["alice", "carol"]
+    gitlab.add_team_member("example-org/platform-admins", "alice")
+    assert client.is_team_member("example-org/platform-admins", "alice")
+    assert not client.is_team_member("example-org/platform-admins", "carol")
+    assert not client.is_team_member("example-org/platform-admins", "ghost")
+    assert "GET /groups/example-org%2Fplatform-admins/members/all/102" in gitlab.requests
+
+
+def test_gitlab_a_merge_request_gets_its_labels_and_reviewers_by_id(gitlab: FakeGitLab) -> None:
+    gitlab.client().create_pull_request(
+        "b", "main", "T", "body", labels=("upgrade-gate", "olm"), reviewers=("platform-team",)
+    )
+    (request,) = gitlab.open_pulls()
+    assert (request["labels"], [r["username"] for r in request["reviewers"]]) == (
+        ["upgrade-gate", "olm"],
+        ["platform-team"],
+    )
+    assert request["description"] == "body"
+
+
+def test_gitlab_an_unknown_reviewer_is_one_error(gitlab: FakeGitLab) -> None:
+    with pytest.raises(GitError, match=r"^gitlab: no user named nobody \(forge.reviewers\)$"):
+        gitlab.client().create_pull_request("b", "main", "T", "", labels=(), reviewers=("nobody",))
+
+
+def test_gitlab_a_second_open_merge_request_of_a_branch_is_refused(gitlab: FakeGitLab) -> None:
+    client = gitlab.client()
+    client.create_pull_request("b", "main", "T", "", labels=(), reviewers=())
+    with pytest.raises(GitError, match=r"HTTP 409 .*Another open merge request already exists for this source branch"):
+        client.create_pull_request("b", "main", "T", "", labels=(), reviewers=())
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_a_proposal_is_opened_updated_listed_closed_by_the_loop_and_declined_by_a_human(fake: type[FakeForge]) -> None:
+    forge = fake("example-org/clusters")
+    client = forge.client()
+    first = client.create_pull_request("upgrade-gate/a", "main", "Upgrade a", "one", labels=(), reviewers=())
+    second = client.create_pull_request("upgrade-gate/b", "main", "Upgrade b", "two", labels=(), reviewers=())
+    client.create_pull_request("upgrade-gate/c", "release", "Upgrade c", "", labels=(), reviewers=())
+    updated = client.update_pull_request(first, "Upgrade a to 2", "three")
+    assert (updated.title, updated.body) == ("Upgrade a to 2", "three")
+    assert sorted(client.open_pull_requests("main")) == ["upgrade-gate/a", "upgrade-gate/b"]
+    client.close_pull_request(updated)
+    forge.close(second.number)
+    assert client.open_pull_requests("main") == {}
+    assert [p.title for p in client.closed_pull_requests("upgrade-gate/a", "main")] == ["Upgrade a to 2 - autoclosed"]
+    assert [p.title for p in client.closed_pull_requests("upgrade-gate/b", "main")] == ["Upgrade b"]
+    forge.merge(second.number)
+    assert client.closed_pull_requests("upgrade-gate/b", "main") == []
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_open_proposals_are_read_on_every_page(fake: type[FakeForge]) -> None:
+    forge = fake("example-org/clusters")
+    client = forge.client()
+    for index in range(101):
+        client.create_pull_request(f"upgrade-gate/{index:03d}", "main", "T", "", labels=(), reviewers=())
+    assert len(client.open_pull_requests("main")) == 101
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_the_loopback_server_answers_as_the_transport_does(fake: type[FakeForge]) -> None:
+    with fake("example-org/clusters") as forge:
+        make = GitHub if isinstance(forge, FakeGitHub) else GitLab
+        client = make(forge.url, forge.repository, "token")  # the real urllib transport
+        pull = client.create_pull_request("upgrade-gate/a", "main", "Upgrade a", "", labels=("x",), reviewers=())
+        assert client.pull_request(pull.number) == pull
+        with pytest.raises(GitError, match=f"^{make.name}: GET .*/{pull.number + 1}: HTTP 404 "):
+            client.pull_request(pull.number + 1)

@@ -1,4 +1,5 @@
-"""``upgrade-gate review`` on real git repositories with the fake GitHub: the admission requests a pull request
+"""``upgrade-gate review`` on real git repositories with the fake GitHub (and the fake GitLab where the forge's
+answers decide): the admission requests a pull request
 makes once Argo CD applies it, evaluated with the bundled policies as the applier and the approving reviewers;
 policy changes; bad input with one line and the documented exit code; JUnit output against a real schema."""
 
@@ -50,9 +51,9 @@ def head(world: World, message: str) -> int:
     git(world.human, "add", "--all")
     git(world.human, "commit", "--quiet", "-m", message)
     git(world.human, "push", "--quiet", "origin", f"HEAD:{BRANCH}")
-    pull = world.github.pulls[1]
-    pull["head"]["sha"] = git(world.human, "rev-parse", "HEAD").strip()
-    pull["base"]["sha"] = git(world.human, "rev-parse", "origin/main").strip()
+    world.forge.set_commits(
+        1, git(world.human, "rev-parse", "HEAD").strip(), git(world.human, "rev-parse", "origin/main").strip()
+    )
     return 1
 
 
@@ -76,8 +77,8 @@ def reviewed(world: World, *logins: str, annotation: str | None = None, trusted:
     gate(world, trusted=trusted)
     number = approve(world, annotation)
     for login in logins:
-        world.github.review(number, login, "APPROVED")
-    world.github.add_team_member(TEAM, "alice")
+        world.forge.approve(number, login)
+    world.forge.add_team_member(TEAM, "alice")
     return number
 
 
@@ -95,7 +96,8 @@ def results(world: World, *args: str) -> tuple[int, list[dict[str, Any]]]:
     ]
 
 
-def test_an_approval_by_a_member_of_an_approver_team_passes(world: World) -> None:
+def test_an_approval_by_a_member_of_an_approver_team_passes(forge_world: World) -> None:
+    world = forge_world
     number = reviewed(world, "alice")
     code, rows = results(world, "--pull", str(number))
     assert code == 0
@@ -115,7 +117,8 @@ def test_an_approval_by_a_member_of_an_approver_team_passes(world: World) -> Non
     ]
 
 
-def test_an_approval_by_anyone_else_fails_with_the_policys_message(world: World) -> None:
+def test_an_approval_by_anyone_else_fails_with_the_policys_message(forge_world: World) -> None:
+    world = forge_world
     number = reviewed(world, "bob")
     code, rows = results(world, "--pull", str(number))
     assert code == 1
@@ -130,7 +133,8 @@ def test_an_approval_by_anyone_else_fails_with_the_policys_message(world: World)
     }
 
 
-def test_a_reviewer_who_cannot_approve_is_not_counted_beside_one_who_can(world: World) -> None:
+def test_a_reviewer_who_cannot_approve_is_not_counted_beside_one_who_can(forge_world: World) -> None:
+    world = forge_world
     number = reviewed(world, "alice", "bob")
     code, rows = results(world, "--pull", str(number))
     assert code == 0

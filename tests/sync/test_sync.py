@@ -212,7 +212,9 @@ def test_an_obsolete_proposal_is_withdrawn_and_its_pull_request_closed(world: Wo
     assert world.github.pulls[1]["state"] == "closed"
 
 
-def test_a_proposal_the_bot_withdrew_is_proposed_again_when_it_is_due_again(world: World) -> None:
+def withdraw_and_propose_again(world: World) -> None:
+    """The loop proposes cloudnative-pg 1.30.0, withdraws it once a human pins the extension, and proposes it
+    again once unpinned."""
     world.sync()
     path = world.human / EXTENSION
     ranged = path.read_text()
@@ -223,6 +225,10 @@ def test_a_proposal_the_bot_withdrew_is_proposed_again_when_it_is_due_again(worl
     world.push("unpin cloudnative-pg")
     report = world.sync()
     assert entry(report, "cloudnative-pg")[0] == "proposed", "only a pull request a human closed is declined"
+
+
+def test_a_proposal_the_bot_withdrew_is_proposed_again_when_it_is_due_again(world: World) -> None:
+    withdraw_and_propose_again(world)
     assert [p["number"] for p in world.github.open_pulls()] == [2]
     assert world.github.pulls[1]["title"] == "Upgrade cloudnative-pg to 1.30.0 - autoclosed"
 

@@ -17,6 +17,8 @@ from webhook.cli.review import review
 from webhook.cli.serve import serve
 from webhook.cli.sync import sync
 
+__all__ = ["main"]
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="upgrade-gate")

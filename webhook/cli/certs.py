@@ -9,7 +9,6 @@ import click
 
 from webhook.cli.common import handle_errors
 from webhook.errors import InputError
-from webhook.serve.tls import generate_certificates
 
 _DNS_NAME = re.compile(
     r"(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*", re.IGNORECASE
@@ -51,6 +50,8 @@ def generate(dns_names: tuple[str, ...], ip_addresses: tuple[str, ...], out: Pat
                 f"--dns {name!r}: not a DNS name (letters, digits, '-' and '.', e.g. "
                 "upgrade-gate-webhook.upgrade-gate.svc)"
             )
+    from webhook.serve import generate_certificates  # noqa: PLC0415 - webhook.serve loads Flask and gunicorn
+
     try:
         files = generate_certificates(out, dns_names, ip_addresses, days=days)
     except OSError as error:

@@ -16,13 +16,8 @@ import click
 from webhook import logs
 from webhook.cli.common import handle_errors
 from webhook.cli.sync import parse_duration
-from webhook.controller.catalogs import CatalogLoader
-from webhook.controller.health import Metrics
-from webhook.controller.recorder import CONTROLLER_NAME, EventRecorder
-from webhook.controller.run import Controller, EventsOverApi
-from webhook.io.kube.cache import ApiSource
-from webhook.io.kube.cluster import Cluster, LeaseElector, connect
-from webhook.io.kube.writer import ApiWriter
+from webhook.controller import CONTROLLER_NAME, CatalogLoader, Controller, EventRecorder, EventsOverApi, Metrics
+from webhook.io.kube import ApiSource, ApiWriter, Cluster, LeaseElector, connect
 from webhook.settings import CONTROLLER_MODES, ControllerSettings
 
 _FILE = click.Path(dir_okay=False, path_type=Path)

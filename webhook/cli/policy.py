@@ -12,8 +12,7 @@ import click
 
 from webhook.cli.common import EXIT_NEGATIVE, cel_engine_option, echo_json, fail, handle_errors
 from webhook.errors import InputError
-from webhook.policy.lint import FileReport, lint
-from webhook.policy.suites import SuiteResult, load_suites, run_suites
+from webhook.policy import FileReport, SuiteResult, lint, load_suites, run_suites
 
 PATHS = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)

@@ -9,11 +9,9 @@ import click
 
 from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
 from webhook.errors import InputError, InvalidVersion, ManifestError
-from webhook.io.catalogd import open_catalog
+from webhook.io import open_catalog
 from webhook.manifests import load_manifests
-from webhook.olm.catalog import Catalog, VersionRelease
-from webhook.olm.resolve.extension import ClusterExtension, InstalledBundle
-from webhook.olm.resolve.revision import UpgradeCheck, check_extension
+from webhook.olm import Catalog, ClusterExtension, InstalledBundle, UpgradeCheck, VersionRelease, check_extension
 
 
 @click.command()

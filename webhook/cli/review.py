@@ -13,10 +13,9 @@ import click
 from webhook.cli.common import EXIT_BAD_INPUT, EXIT_NEGATIVE, cel_engine_option, fail
 from webhook.cli.policy import junit_suites
 from webhook.errors import UpgradeGateError
-from webhook.plan.requests import Identity
-from webhook.plan.review import Result
+from webhook.plan import Identity, Result
 from webhook.settings import SyncSettings
-from webhook.sync.review import ReviewOptions, ReviewReport, run_review
+from webhook.sync import ReviewOptions, ReviewReport, run_review
 
 _COLUMNS = ("FILE", "OBJECT", "OPERATION", "AS", "VERDICT", "MESSAGE")
 

@@ -58,7 +58,7 @@ def serve(**flags: Any) -> None:
     settings = dataclasses.replace(settings, metrics_dir=_metrics_directory(settings.metrics_dir))
     logs.configure(settings.log_level)
     # prometheus_client chooses its multiprocess mode when first imported: after the directory is set.
-    from webhook.serve.server import serve as run  # noqa: PLC0415
+    from webhook.serve import serve as run  # noqa: PLC0415
 
     run(settings)
 

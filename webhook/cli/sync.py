@@ -13,14 +13,11 @@ import click
 
 from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
 from webhook.errors import ClusterError, InputError
-from webhook.io.git import Credentials
-from webhook.io.kube.cluster import Cluster, LeaseElector, connect
+from webhook.io import Credentials
+from webhook.io.kube import Cluster, LeaseElector, connect
 from webhook.settings import SyncSettings
-from webhook.sync.config import parse_duration as config_duration
-from webhook.sync.cycle import SyncOptions, run_cycle
-from webhook.sync.loop import run_loop
-from webhook.sync.report import ACTIONS, PROBLEMS, Report
-from webhook.sync.sources import ClusterView
+from webhook.sync import ACTIONS, PROBLEMS, ClusterView, Report, SyncOptions, run_cycle, run_loop
+from webhook.sync import parse_duration as config_duration
 
 _COLUMNS = ("SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL REQUEST", "REASON")
 

@@ -7,3 +7,10 @@ change calls for), ``lifecycle`` (``cluster`` mode: which revision to create, up
 client-go's deduplication), ``catalogs`` (the cluster's ClusterCatalogs through catalogd), ``queue`` (the work
 queue with backoff), ``health`` (metrics, ``/healthz``, ``/readyz``) and ``run`` (caches, leader, worker).
 """
+
+from webhook.controller.catalogs import CatalogLoader
+from webhook.controller.health import Metrics
+from webhook.controller.recorder import CONTROLLER_NAME, EventRecorder
+from webhook.controller.run import Controller, EventsOverApi
+
+__all__ = ["CONTROLLER_NAME", "CatalogLoader", "Controller", "EventRecorder", "EventsOverApi", "Metrics"]

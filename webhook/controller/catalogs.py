@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from webhook.errors import InputError, UpgradeGateError
-from webhook.io.catalogd import fetch_catalog
+from webhook.io import fetch_catalog
 from webhook.objects import KubeObject
-from webhook.olm.catalog import Catalog
-from webhook.olm.fbc import catalog_from_cluster_catalog
+from webhook.olm import Catalog, catalog_from_cluster_catalog
 
 Fetch = Callable[[str], Catalog]
 

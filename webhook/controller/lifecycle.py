@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.objects import KubeObject
-from webhook.olm.resolve.revision import RevisionProposal, UpgradeCheck, is_pinned
+from webhook.olm import RevisionProposal, UpgradeCheck, is_pinned
 
 CREATE, UPDATE, DELETE = "create", "update", "delete"
 API_VERSION, KIND, EXTENSION_LABEL = "olm.operatorframework.io/v1", "ClusterExtensionRevision", "clusterextension"

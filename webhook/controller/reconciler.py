@@ -37,12 +37,10 @@ from webhook.controller.recorder import EventRecorder
 from webhook.controller.status import assess, revision_status
 from webhook.controller.templates import catalog_status, current_image, image_switch, template_of
 from webhook.errors import ClusterError, UpgradeGateError
-from webhook.io.kube.cache import Resource
-from webhook.io.kube.writer import WriteError
+from webhook.io.kube import Resource, WriteError
 from webhook.objects import KubeObject, ObjectStore
-from webhook.olm.resolve.extension import ClusterExtension
-from webhook.olm.resolve.revision import UpgradeCheck, check_extension
-from webhook.plan.templates import TEMPLATE_ANNOTATION, render_template
+from webhook.olm import ClusterExtension, UpgradeCheck, check_extension
+from webhook.plan import TEMPLATE_ANNOTATION, render_template
 
 log = logging.getLogger(__name__)
 

@@ -38,9 +38,7 @@ from webhook.controller.reconciler import (
 )
 from webhook.controller.recorder import EventRecorder
 from webhook.controller.status import state_of
-from webhook.io.kube.cache import Resource, Source, WatchCache
-from webhook.io.kube.cluster import LeaseElector
-from webhook.io.kube.writer import ApiWriter
+from webhook.io.kube import ApiWriter, LeaseElector, Resource, Source, WatchCache
 from webhook.objects import KubeObject
 from webhook.settings import ControllerSettings
 

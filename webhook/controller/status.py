@@ -37,7 +37,7 @@ from typing import Any
 from webhook.conditions import find_condition, remove_condition, set_condition
 from webhook.errors import InvalidVersion
 from webhook.objects import KubeObject
-from webhook.olm.catalog import VersionRelease
+from webhook.olm import VersionRelease
 
 PENDING, PROGRESSING, SUCCEEDED, FAILED = "pending approval", "progressing", "succeeded", "failed"
 APPROVED, PENDING_APPROVAL, APPROVAL_RESET = "Approved", "PendingApproval", "ApprovalReset"

@@ -24,7 +24,7 @@ from typing import Any
 
 from webhook.conditions import remove_condition, set_condition
 from webhook.objects import KubeObject
-from webhook.plan.templates import TEMPLATE_ANNOTATION, TemplateResult
+from webhook.plan import TEMPLATE_ANNOTATION, TemplateResult
 
 TEMPLATES_HAVE_RESOLVED, RESOLVED_IMAGE = "TemplatesHaveResolved", "ResolvedImage"
 RESOLVED, UNABLE = "AllTemplatesResolved", "UnableToResolve"

@@ -12,8 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from webhook.errors import CatalogError, FetchError
-from webhook.olm.catalog import Catalog
-from webhook.olm.fbc import catalog_from_stream, load_catalog
+from webhook.olm import Catalog, catalog_from_stream, load_catalog
 
 
 def open_catalog(location: str | Path, *, timeout: float = 30.0) -> Catalog:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webhook.errors import GitError
-from webhook.plan.extensions import BranchState, FileChange
+from webhook.plan import BranchState, FileChange
 
 _CREDENTIAL_HELPER = (
     '!f() { test "$1" = get || exit 0; '

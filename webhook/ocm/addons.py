@@ -26,65 +26,23 @@ So ``v1 < v2 < v10`` and ``v2 == v2.0.0`` in order, while *membership* in ``supp
 string. In the lifecycle's examples "invalid version v3 / v0" are well-formed versions that are not in
 ``supportedVersions`` [v1, v2]; a malformed string (``latest``) is invalid too.
 
-Upstream Open Cluster Management (its addon-manager and the ``addon.open-cluster-management.io/v1alpha1`` API) has
-no ``installVersion``: a rollout is a
-change of the **config set** (``ManagedClusterAddOn.spec.configs``, a placement's ``configs``), tracked in
-status as ``desiredConfig`` / ``lastAppliedConfig`` / ``lastKnownGoodConfig`` with ``Progressing`` reason
-``Completed`` on success. What maps onto the installVersion lifecycle, and what does not:
-
-============================  =======================================================================
-installVersion lifecycle      config-based rollout (``classify_configs``, ``Observation.of_configs``)
-============================  =======================================================================
-Installing (no lastVersion)   no previous object, hence no previous config set
-Unchanged                     the same set of config references (order-insensitive)
-Rollingback (last > install)  the desired set equals the placement's ``lastKnownGoodConfig`` set
-Upgrading (last < install)    any other change: configs are names, not ordered, so "forward" is
-                              "not back to the last known good"
-Succeed                       ``Progressing`` False with reason ``Completed``
-currentVersion                the ``lastAppliedConfig`` set of ``status.configReferences``
-supportedVersions / default   *no equivalent*: configs are validated by the addon manager
-                              (``ConfigurationUnsupported``), not listed in advance
-(not visible here)            an in-place edit of a config object (same name, new ``specHash``) rolls
-                              out too, but it is a change of that object, not of these specs
-============================  =======================================================================
+Upstream OCM rolls out config sets instead: ``webhook.ocm.rollout``; the canary gate over either is
+``webhook.ocm.canary``.
 """
 
 from __future__ import annotations
 
-import datetime
 import enum
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import semver
 
-from webhook.conditions import Condition, find_condition, format_duration, format_time, parse_time
+from webhook.conditions import Condition
 from webhook.errors import InputError, InvalidVersion
-
-__all__ = [
-    "PROGRESSING",
-    "UNKNOWN",
-    "AddOnVersions",
-    "CanaryVerdict",
-    "Change",
-    "ConfigRef",
-    "Observation",
-    "Placement",
-    "PlacementChange",
-    "Reason",
-    "canary_gate",
-    "classify",
-    "classify_configs",
-    "config_set",
-    "last_known_good_configs",
-    "parse_addon_version",
-    "placement_changes",
-    "progressing_condition",
-    "render_configs",
-]
+from webhook.versions import parse_loose_version
 
 PROGRESSING = "Progressing"
 """The condition type the add-on installVersion lifecycle adds to ManagedClusterAddOn ("New condition")."""
@@ -94,13 +52,6 @@ SUCCESS_MESSAGE = "install completed with no errors."
 """The message of ``Progressing`` reason ``Succeed``, verbatim (also after an upgrade or rollback)."""
 UPSTREAM_SUCCESS = "Completed"
 """Upstream OCM's ``ProgressingReasonCompleted`` (addon/v1alpha1 types_managedclusteraddon.go)."""
-
-_VERSION_RE = re.compile(
-    r"v?([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?"
-    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?",
-    re.ASCII,
-)
-_UINT64_MAX = 2**64 - 1
 
 
 class Change(enum.StrEnum):
@@ -136,28 +87,17 @@ _ATTEMPT = {
 
 
 def parse_addon_version(text: str) -> semver.Version:
-    """Parse an add-on version as Masterminds/semver v3 ``NewVersion`` does (see the module docstring).
+    """Parse an add-on version as Masterminds/semver v3 ``NewVersion`` does (see the module docstring;
+    ``webhook.versions.parse_loose_version``).
 
     ``v1`` → 1.0.0, ``v1.2`` → 1.2.0, ``2.7.0-rc.1+b`` → 2.7.0-rc.1+b. Raises ``InvalidVersion``:
     ``invalid add-on version "latest": want v<major>[.<minor>[.<patch>]][-<prerelease>][+<build>]``, or
     the reason (a part beyond uint64, a numeric prerelease id with a leading zero).
     """
-    match = _VERSION_RE.fullmatch(text) if isinstance(text, str) else None
-    if match is None:
-        raise InvalidVersion(
-            f"invalid add-on version {json.dumps(text)}: want v<major>[.<minor>[.<patch>]][-<prerelease>][+<build>]"
-        )
-    numbers = [int(part or "0") for part in match.group(1, 2, 3)]
-    if max(numbers) > _UINT64_MAX:
-        raise InvalidVersion(f"invalid add-on version {json.dumps(text)}: a number is beyond uint64")
-    prerelease, build = match[4], match[5]
-    for ident in prerelease.split(".") if prerelease else ():
-        if ident.isdigit() and len(ident) > 1 and ident[0] == "0":
-            raise InvalidVersion(
-                f"invalid add-on version {json.dumps(text)}: prerelease id {json.dumps(ident)} has a leading zero"
-            )
-    major, minor, patch = numbers
-    return semver.Version(major, minor, patch, prerelease, build)
+    try:
+        return parse_loose_version(text)
+    except InvalidVersion as error:
+        raise InvalidVersion(f"invalid add-on version {json.dumps(text)}: {error}") from None
 
 
 def _is_unknown(version: str | None) -> bool:
@@ -314,242 +254,3 @@ class AddOnVersions:
         if version not in self.supported:
             return f"{subject} is not a supported version; {supported}"
         return None
-
-
-@dataclass(frozen=True, order=True)
-class ConfigRef:
-    """One add-on config reference (upstream ``AddOnConfig``: ``group``, ``resource``, ``namespace``,
-    ``name``); ``str`` renders ``group/resource/namespace/name`` (namespace empty when cluster-scoped)."""
-
-    group: str
-    resource: str
-    namespace: str
-    name: str
-
-    @classmethod
-    def from_dict(cls, config: Mapping[str, Any]) -> ConfigRef:
-        """Read an ``AddOnConfig`` mapping; raises ``InputError`` when ``resource`` or ``name`` is missing."""
-        if not config.get("resource") or not config.get("name"):
-            raise InputError(
-                f"an add-on config needs a resource and a name: {json.dumps(dict(config), sort_keys=True)}"
-            )
-        return cls(config.get("group") or "", config["resource"], config.get("namespace") or "", config["name"])
-
-    def __str__(self) -> str:
-        return f"{self.group}/{self.resource}/{self.namespace}/{self.name}"
-
-
-def config_set(configs: Iterable[Mapping[str, Any]] | None) -> frozenset[ConfigRef]:
-    """The set of config references of a ``configs`` list (order and duplicates do not matter upstream)."""
-    return frozenset(ConfigRef.from_dict(config) for config in configs or ())
-
-
-def classify_configs(
-    previous: Iterable[Mapping[str, Any]] | None,
-    desired: Iterable[Mapping[str, Any]] | None,
-    last_known_good: Iterable[Mapping[str, Any]] | None = None,
-) -> Change:
-    """Classify a change of a config list the way ``classify`` classifies a version change (module table).
-
-    ``previous`` is the old object's ``configs`` (``None`` when there is no old object: CREATE),
-    ``desired`` the new one's, ``last_known_good`` the placement's ``lastKnownGoodConfig`` references
-    (see ``last_known_good_configs``). No previous object → ``INSTALLING``; the same set → ``UNCHANGED``;
-    back to a non-empty last-known-good set → ``ROLLINGBACK``; any other change → ``UPGRADING``.
-    Raises ``InputError`` for a malformed config entry.
-    """
-    if previous is None:
-        return Change.INSTALLING
-    after = config_set(desired)
-    if config_set(previous) == after:
-        return Change.UNCHANGED
-    good = config_set(last_known_good)
-    return Change.ROLLINGBACK if good and after == good else Change.UPGRADING
-
-
-def last_known_good_configs(cma: Mapping[str, Any], namespace: str, name: str) -> list[dict[str, str]]:
-    """The ``lastKnownGoodConfig`` references of placement ``namespace/name`` in a ClusterManagementAddOn's
-    ``status.installProgressions[].configReferences[]`` (upstream OCM, peers.md §C2), as ``AddOnConfig``
-    dicts; empty when the placement has no progression or no last known good config yet."""
-    for progression in (cma.get("status") or {}).get("installProgressions") or ():
-        if progression.get("namespace") == namespace and progression.get("name") == name:
-            return [
-                {
-                    "group": reference.get("group") or "",
-                    "resource": reference.get("resource") or "",
-                    "namespace": (reference.get("lastKnownGoodConfig") or {}).get("namespace") or "",
-                    "name": (reference.get("lastKnownGoodConfig") or {}).get("name") or "",
-                }
-                for reference in progression.get("configReferences") or ()
-                if (reference.get("lastKnownGoodConfig") or {}).get("name")
-            ]
-    return []
-
-
-@dataclass(frozen=True)
-class Placement:
-    """One ``spec.installStrategy.placements[]`` entry: the lifecycle's ``addonTemplate.installVersion`` and the
-    configs (upstream ``configs``, else the lifecycle's ``addonTemplate.configs``)."""
-
-    namespace: str
-    name: str
-    install_version: str
-    configs: tuple[Mapping[str, Any], ...]
-
-    @classmethod
-    def from_dict(cls, placement: Mapping[str, Any]) -> Placement:
-        """Read a placement entry; raises ``InputError`` when ``name`` is missing."""
-        if not placement.get("name"):
-            raise InputError("a placement needs a name")
-        template = placement.get("addonTemplate") or {}
-        configs = placement["configs"] if "configs" in placement else template.get("configs")
-        return cls(
-            placement.get("namespace") or "",
-            placement["name"],
-            template.get("installVersion") or "",
-            tuple(configs or ()),
-        )
-
-    @classmethod
-    def all_of(cls, cma: Mapping[str, Any] | None) -> dict[tuple[str, str], Placement]:
-        """The placements of a ClusterManagementAddOn keyed by ``(namespace, name)``, in spec order."""
-        entries = (((cma or {}).get("spec") or {}).get("installStrategy") or {}).get("placements") or ()
-        return {(p.namespace, p.name): p for p in map(cls.from_dict, entries)}
-
-
-@dataclass(frozen=True)
-class PlacementChange:
-    """How one placement of a ClusterManagementAddOn UPDATE (or CREATE) moves: its effective versions
-    before and after (``AddOnVersions.resolve``; ``None`` = none known), the version ``change``, and the
-    ``config_change`` of its configs (``classify_configs``)."""
-
-    namespace: str
-    name: str
-    last_version: str | None
-    install_version: str | None
-    change: Change | None
-    """``None`` when no version is known after the change, or it is malformed (``validate`` reports it)."""
-    config_change: Change
-
-
-def placement_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> tuple[PlacementChange, ...]:
-    """Every placement of ``new`` (a ClusterManagementAddOn) with how it moved from ``old`` (``None`` on
-    CREATE), in ``new``'s spec order. A placement without ``installVersion`` runs its CMA's defaultVersion
-    ("Fresh install"), so a new default moves it ("Auto upgrade"). A placement new in
-    ``new`` is Installing (its clusters may still move from another placement's version; their
-    ManagedClusterAddOns show that). The last-known-good configs come from ``new``'s status.
-    """
-    before, after = Placement.all_of(old), Placement.all_of(new)
-    old_versions = AddOnVersions.from_status((old or {}).get("status")) if old is not None else None
-    new_versions = AddOnVersions.from_status(new.get("status"))
-    changes = []
-    for key, placement in after.items():
-        previous = before.get(key)
-        last = old_versions.resolve(previous.install_version) if previous and old_versions else None
-        install = new_versions.resolve(placement.install_version)
-        try:
-            change = classify(last, install) if install else None
-        except InvalidVersion:
-            change = None
-        good = last_known_good_configs(new, *key)
-        config_change = classify_configs(previous.configs if previous else None, placement.configs, good)
-        changes.append(PlacementChange(key[0], key[1], last, install, change, config_change))
-    return tuple(changes)
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What one canary ManagedClusterAddOn runs: ``cluster`` (its namespace), ``running`` (the version, or
-    the rendered config set, it runs successfully; ``None`` when it does not), and ``since`` (when its
-    ``Progressing`` condition turned to success: "lastTransitionTime record the finish time")."""
-
-    cluster: str
-    running: str | None
-    since: datetime.datetime | None
-    state: str
-    """The ``Progressing`` reason, or ``no Progressing condition``; used in messages."""
-
-    @classmethod
-    def of_install_version(cls, addon: Mapping[str, Any]) -> Observation:
-        """Runs ``status.currentVersion`` when ``Progressing`` is False with reason ``Succeed``."""
-        status = addon.get("status") or {}
-        return cls._observe(addon, status.get("currentVersion") or None, Reason.SUCCEED)
-
-    @classmethod
-    def of_configs(cls, addon: Mapping[str, Any]) -> Observation:
-        """Upstream OCM: runs the ``lastAppliedConfig`` set of ``status.configReferences`` (rendered as
-        ``render_configs`` does) when ``Progressing`` is False with reason ``Completed``."""
-        references = (addon.get("status") or {}).get("configReferences") or ()
-        applied = [
-            {**(ref.get("lastAppliedConfig") or {}), "group": ref.get("group"), "resource": ref.get("resource")}
-            for ref in references
-            if (ref.get("lastAppliedConfig") or {}).get("name")
-        ]
-        return cls._observe(addon, render_configs(applied), UPSTREAM_SUCCESS)
-
-    @classmethod
-    def _observe(cls, addon: Mapping[str, Any], running: str | None, success: str) -> Observation:
-        cluster = (addon.get("metadata") or {}).get("namespace") or ""
-        condition = find_condition((addon.get("status") or {}).get("conditions"), PROGRESSING)
-        if condition is None:
-            return cls(cluster, None, None, "no Progressing condition")
-        state = str(condition.get("reason") or "")
-        if condition.get("status") != "False" or state != success or not condition.get("lastTransitionTime"):
-            return cls(cluster, None, None, state)
-        return cls(cluster, running, parse_time(condition["lastTransitionTime"]), state)
-
-
-def render_configs(configs: Iterable[Mapping[str, Any]] | None) -> str:
-    """A config set as one comparable string: its ``ConfigRef`` renderings sorted and joined by ``, ``."""
-    return ", ".join(map(str, sorted(config_set(configs))))
-
-
-@dataclass(frozen=True)
-class CanaryVerdict:
-    """The answer of ``canary_gate``: ``allowed``, a deterministic ``message``, and ``ready_at`` (when the
-    soak ends or ended; ``None`` while some canary does not run the target)."""
-
-    allowed: bool
-    message: str
-    ready_at: datetime.datetime | None
-
-
-def canary_gate(
-    target: str, canaries: Sequence[Observation], *, soak: datetime.timedelta, now: datetime.datetime
-) -> CanaryVerdict:
-    """May ``target`` (a version, or ``render_configs`` of a config set) reach a non-canary placement?
-
-    "Canary upgrade": a version reaches the other placements after the canary placement runs it
-    successfully; here, when every ``canaries`` observation (the canary placement's ManagedClusterAddOns)
-    runs ``target`` with a success ``since`` at least ``soak`` before ``now`` (upstream's ``minSuccessTime``).
-    No canary → not allowed. ``now`` is the caller's clock (naive = UTC). Messages (clusters sorted)::
-
-        no canary runs v2
-        canary cluster1 does not run v2 successfully (Upgrading), canary cluster2 runs v1
-        canaries run v2 successfully; the soak of 1h ends at 2022-11-02T06:48:12Z
-        canaries cluster1, cluster2 have run v2 successfully since 2022-11-02T05:48:12Z, soak 1:00:00 passed
-    """
-    now = now if now.tzinfo else now.replace(tzinfo=datetime.UTC)
-    if not canaries:
-        return CanaryVerdict(False, f"no canary runs {target}", None)
-    ordered = sorted(canaries, key=lambda seen: seen.cluster)
-    behind = [seen for seen in ordered if seen.running != target or seen.since is None]
-    if behind:
-        reasons = [
-            f"canary {seen.cluster} runs {seen.running}"
-            if seen.running is not None
-            else f"canary {seen.cluster} does not run {target} successfully ({seen.state})"
-            for seen in behind
-        ]
-        return CanaryVerdict(False, ", ".join(reasons), None)
-    latest = max(seen.since for seen in ordered if seen.since is not None)
-    ready_at = latest + soak
-    if ready_at > now:
-        return CanaryVerdict(
-            False,
-            f"canaries run {target} successfully; the soak of {format_duration(soak)} ends at {format_time(ready_at)}",
-            ready_at,
-        )
-    names = ", ".join(seen.cluster for seen in ordered)
-    since = format_time(latest)
-    message = f"canaries {names} have run {target} successfully since {since}, soak {format_duration(soak)} passed"
-    return CanaryVerdict(True, message, ready_at)

@@ -23,7 +23,7 @@ from typing import Any
 import semver
 
 from webhook.errors import CatalogError, InvalidVersion
-from webhook.olm.versions import parse_version
+from webhook.versions import parse_version
 
 PACKAGE, CHANNEL, BUNDLE, DEPRECATIONS = "olm.package", "olm.channel", "olm.bundle", "olm.deprecations"
 NAME_LABEL = "olm.operatorframework.io/metadata.name"

@@ -34,15 +34,8 @@ from typing import Any
 
 from webhook.conditions import format_duration, format_time
 from webhook.errors import InputError, ManifestError
-from webhook.ocm.addons import (
-    AddOnVersions,
-    CanaryVerdict,
-    Observation,
-    canary_gate,
-    classify,
-    parse_addon_version,
-)
-from webhook.ocm.addons import Change as VersionChange
+from webhook.ocm import AddOnVersions, CanaryVerdict, Observation, canary_gate, classify, parse_addon_version
+from webhook.ocm import Change as VersionChange
 from webhook.plan.extensions import (
     ADDON_VERSION,
     HELD,

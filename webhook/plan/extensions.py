@@ -30,9 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from webhook.olm.resolve.resolver import Resolution
-from webhook.olm.resolve.revision import RevisionProposal, UpgradeCheck, is_pinned
-from webhook.olm.resolve.successors import Edge
+from webhook.olm import Edge, Resolution, RevisionProposal, UpgradeCheck, is_pinned
 from webhook.plan.manifests import ExtensionEntry, RevisionFile, render_revision, revision_path
 
 PROPOSE = "propose"

@@ -18,8 +18,7 @@ from typing import Any
 
 from webhook.errors import ManifestError
 from webhook.manifests import iter_yaml_documents, manifest_files, read_text
-from webhook.olm.resolve.extension import API_VERSION, ClusterExtension
-from webhook.olm.resolve.revision import RevisionProposal
+from webhook.olm import API_VERSION, ClusterExtension, RevisionProposal
 
 REVISION_KIND = "ClusterExtensionRevision"
 EXTENSION_LABEL = "clusterextension"

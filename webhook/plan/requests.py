@@ -18,10 +18,8 @@ from typing import Any
 
 import jsonpatch
 
-from webhook.objects import InMemoryObjectStore
-from webhook.policy.engine import Admission, PolicyEngine
-from webhook.policy.model import PolicySet
-from webhook.policy.suites import plural_of
+from webhook.objects import InMemoryObjectStore, plural_of
+from webhook.policy import Admission, PolicyEngine, PolicySet
 
 _OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
 

@@ -29,8 +29,7 @@ from typing import Any
 from webhook.plan.changes import GOVERNED_KINDS, Manifest, ObjectChange, describe
 from webhook.plan.manifests import Problem
 from webhook.plan.requests import Evaluator, Identity, admission_request
-from webhook.policy.model import PolicySet
-from webhook.policy.suites import SuiteResult
+from webhook.policy import PolicySet, SuiteResult
 
 REVIEWED_BY = "upgrade-gate.io/reviewed-by"
 AUTHENTICATED = "system:authenticated"

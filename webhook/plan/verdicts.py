@@ -28,11 +28,10 @@ from typing import Any
 
 import yaml
 
-from webhook.olm.resolve.extension import API_VERSION
+from webhook.olm import API_VERSION
 from webhook.plan.extensions import AddOnFacts, AddOnUpdate, Change, UpgradeFacts
 from webhook.plan.requests import DEFAULT_APPLIER, DEFAULT_APPLIER_GROUPS, Evaluator, Identity, admission_request
-from webhook.policy.loader import load_policy_set
-from webhook.policy.model import PolicySet
+from webhook.policy import PolicySet, load_policy_set
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,3 +1,31 @@
 """CEL admission policies with Kubernetes ValidatingAdmissionPolicy / MutatingAdmissionPolicy semantics."""
 
 from webhook.policy.cel import evaluate as evaluate
+from webhook.policy.decision import Decision
+from webhook.policy.documents import Source, policy_files, read_sources
+from webhook.policy.engine import Admission, PolicyEngine
+from webhook.policy.lint import FileReport, lint
+from webhook.policy.loader import load_policy_set, load_policy_sources
+from webhook.policy.lookups import ClusterReads, cluster_reads
+from webhook.policy.model import PolicySet
+from webhook.policy.suites import SuiteResult, load_suites, run_suites
+
+__all__ = [
+    "Admission",
+    "ClusterReads",
+    "Decision",
+    "FileReport",
+    "PolicyEngine",
+    "PolicySet",
+    "Source",
+    "SuiteResult",
+    "cluster_reads",
+    "evaluate",
+    "lint",
+    "load_policy_set",
+    "load_policy_sources",
+    "load_suites",
+    "policy_files",
+    "read_sources",
+    "run_suites",
+]

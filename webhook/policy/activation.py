@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.errors import CelEvaluationError, ReviewError
-from webhook.policy.cel.backend import Backend
+from webhook.policy.cel import Backend
 from webhook.policy.matching import Attributes
 from webhook.policy.model import Expression, MatchCondition, Variable
 

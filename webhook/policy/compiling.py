@@ -6,8 +6,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from webhook.policy.cel import Environment, Program
-from webhook.policy.cel.environment import backend_named
+from webhook.policy.cel import Environment, Program, backend_named
 
 #: Programs kept per compiler, the least recently used dropped first: many times a policy set's expressions, so
 #: that loading a set again (a reload that changed one file) compiles only what changed.

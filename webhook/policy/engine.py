@@ -35,8 +35,7 @@ import jsonpatch
 from webhook.objects import ObjectStore
 from webhook.policy import mutation
 from webhook.policy.activation import Activation, RequestInputs, activation, bind_variables, evaluate, match_conditions
-from webhook.policy.cel import extension_bindings
-from webhook.policy.cel.environment import backend_named
+from webhook.policy.cel import backend_named, extension_bindings
 from webhook.policy.decision import Decision
 from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, Dispatcher, invocations
 from webhook.policy.model import (

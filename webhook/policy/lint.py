@@ -13,12 +13,11 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from webhook.errors import PolicyLoadError
 from webhook.policy.documents import policy_files
 from webhook.policy.loader import load_policy_set
-from webhook.policy.model import Expression, MutatingPolicy, ValidatingPolicy
+from webhook.policy.model import MutatingPolicy, ValidatingPolicy, expressions
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,25 +95,13 @@ def _kind(policy: ValidatingPolicy | MutatingPolicy) -> str:
 
 def _extensions(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[str]:
     """The extension functions called by the policy's expressions."""
-    for expression in _expressions(policy):
+    for expression in expressions(policy):
         yield from getattr(expression.program, "extensions", ())
 
 
 def _fallbacks(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[str]:
     """``<engine>: <expression>`` for each of the policy's expressions that another engine evaluates."""
-    for expression in _expressions(policy):
+    for expression in expressions(policy):
         engine = getattr(expression.program, "fallback", None)
         if engine:
             yield f"{engine}: {expression.text}"
-
-
-def _expressions(value: Any) -> Iterator[Expression]:
-    """Every expression inside ``value`` (a model dataclass, or a tuple or list of them)."""
-    if isinstance(value, Expression):
-        yield value
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for item in dataclasses.fields(value):
-            yield from _expressions(getattr(value, item.name))
-    elif isinstance(value, tuple | list):
-        for item in value:
-            yield from _expressions(item)

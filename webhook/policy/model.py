@@ -9,7 +9,8 @@ compiled (``Expression.program``). Built only by ``webhook.policy.loader``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,3 +193,15 @@ class PolicySet:
     mutating_bindings: tuple[MutatingBinding, ...] = ()
     params: tuple[Mapping[str, Any], ...] = ()
     engine: str = DEFAULT_CEL_ENGINE
+
+
+def expressions(value: Any) -> Iterator[Expression]:
+    """Every expression inside ``value`` (a model dataclass, or a tuple or list of them)."""
+    if isinstance(value, Expression):
+        yield value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            yield from expressions(getattr(value, item.name))
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from expressions(item)

@@ -46,7 +46,7 @@ from typing import Any
 
 from webhook.errors import InputError, UpgradeGateError
 from webhook.manifests import iter_yaml_documents, manifest_files, read_text
-from webhook.objects import InMemoryObjectStore
+from webhook.objects import InMemoryObjectStore, plural_of
 from webhook.policy.engine import Admission, PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.settings import DEFAULT_CEL_ENGINE
@@ -276,16 +276,6 @@ def _request(subject: Mapping[str, Any], at: str, *, resource: object) -> dict[s
     if metadata.get("namespace"):
         request["namespace"] = metadata["namespace"]
     return request
-
-
-def plural_of(kind: str) -> str:
-    """The resource name Kubernetes gives a kind by default: lower case, plural (``Policy`` → ``policies``)."""
-    lower = kind.lower()
-    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u"):
-        return lower[:-1] + "ies"
-    if lower.endswith(("s", "x", "z", "ch", "sh")):
-        return lower + "es"
-    return lower + "s"
 
 
 def _object(case: Mapping[str, Any], key: str, file: Path, at: str) -> Mapping[str, Any] | None:

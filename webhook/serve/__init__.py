@@ -5,3 +5,8 @@
 ``tls`` (certificates, reloading TLS contexts) · ``worker`` (gunicorn's threaded worker with bounded
 connections) · ``server`` (gunicorn embedding).
 """
+
+from webhook.serve.server import serve
+from webhook.serve.tls import generate_certificates
+
+__all__ = ["generate_certificates", "serve"]

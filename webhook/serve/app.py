@@ -29,7 +29,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from webhook import logs
 from webhook.errors import DeadlineExceeded, ReviewError
-from webhook.policy.cel.cost import deadline
+from webhook.policy.cel import deadline
 from webhook.serve.metrics import CONTENT_TYPE, Metrics
 from webhook.serve.review import Answer, Refusal, Review, parse_review, render_error, render_response
 from webhook.serve.runtime import PolicyRuntime, Snapshot

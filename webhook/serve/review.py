@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from webhook.errors import ReviewError
-from webhook.policy.decision import Decision
+from webhook.policy import Decision
 
 GROUP = "admission.k8s.io"
 VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1beta1")

@@ -30,11 +30,7 @@ from typing import Any, Protocol
 from webhook import logs
 from webhook.errors import InputError
 from webhook.objects import InMemoryObjectStore, KubeObject, LayeredObjectStore, ObjectStore
-from webhook.policy.decision import Decision
-from webhook.policy.documents import Source, policy_files, read_sources
-from webhook.policy.engine import PolicyEngine
-from webhook.policy.loader import load_policy_sources
-from webhook.policy.model import PolicySet
+from webhook.policy import Decision, PolicyEngine, PolicySet, Source, load_policy_sources, policy_files, read_sources
 from webhook.serve.metrics import Metrics
 from webhook.serve.shared import SharedRecord
 from webhook.serve.stores import read_objects

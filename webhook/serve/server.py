@@ -38,8 +38,8 @@ from gunicorn.arbiter import Arbiter
 
 from webhook import logs
 from webhook.errors import InputError, PolicyLoadError
-from webhook.io.kube.cache import ApiSource, WatchCache, policy_resources
-from webhook.io.kube.cluster import connect
+from webhook.io.kube import ApiSource, WatchCache, connect, policy_resources
+from webhook.policy import PolicySet, cluster_reads
 from webhook.serve.app import create_app
 from webhook.serve.metrics import Metrics, forget_process
 from webhook.serve.runtime import PREPARE_INTERVAL_S, ClusterCache, PolicyRuntime
@@ -171,13 +171,22 @@ class PolicyArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hi
             runtime.activate()
 
 
-def cluster_cache(settings: ServeSettings) -> ClusterFactory | None:
-    """When ``settings.watches_cluster``: a factory of started watch caches of ``policy_resources`` (one per
-    worker, each with its own API client). Checks the configuration once; raises ``ClusterError`` if none."""
+def cluster_cache(settings: ServeSettings, policies: PolicySet) -> ClusterFactory | None:
+    """When ``settings.watches_cluster``: a factory of started watch caches of what ``policies`` read from the
+    cluster (``webhook.policy.lookups``; one cache per worker, each with its own API client). A policy set
+    reloaded later is served from the same cache: a kind it newly reads is watched after a restart. Logs a
+    warning naming the policies whose lookups compute their kind (not watched). Checks the configuration once;
+    raises ``ClusterError`` if none."""
     if not settings.watches_cluster:
         return None
     connect(settings.kubeconfig)
-    resources = policy_resources(settings.namespace)
+    reads = cluster_reads(policies)
+    if reads.computed:
+        log.warning(
+            "cluster lookups with a computed apiVersion or kind read only kinds watched for other reasons",
+            extra=logs.fields({logs.POLICY: ", ".join(reads.computed)}),
+        )
+    resources = policy_resources(reads, settings.namespace)
     return lambda: WatchCache(ApiSource(connect(settings.kubeconfig)), resources, resync_s=settings.resync_s).start()
 
 
@@ -216,9 +225,9 @@ def serve(settings: ServeSettings) -> None:
     runtime = PolicyRuntime(
         settings.policies, settings.objects, metrics=metrics, engine=settings.cel_engine, shared=SharedRecord()
     )
-    if not runtime.load():
+    if not runtime.load() or runtime.snapshot is None:
         raise PolicyLoadError(runtime.error or "the policy set does not load")
-    cluster = cluster_cache(settings)
+    cluster = cluster_cache(settings, runtime.snapshot.policies)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     threading.stack_size(THREAD_STACK_BYTES)
     WebhookServer(settings, create_app(settings, runtime, metrics), runtime, tls, cluster, metrics=metrics).run()

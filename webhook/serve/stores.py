@@ -12,7 +12,7 @@ from pathlib import Path
 from webhook.errors import ManifestError
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.objects import KubeObject
-from webhook.policy.documents import policy_files
+from webhook.policy import policy_files
 
 
 def read_objects(path: Path) -> list[KubeObject]:

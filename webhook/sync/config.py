@@ -62,10 +62,9 @@ from pathlib import Path
 from typing import Any
 
 from webhook.errors import InputError, ManifestError
-from webhook.io.forges.api import ForgeConfig
+from webhook.io.forges import ForgeConfig
 from webhook.manifests import iter_yaml_documents, read_text
-from webhook.plan.requests import Identity
-from webhook.plan.verdicts import PolicyCheckConfig
+from webhook.plan import Identity, PolicyCheckConfig
 
 CONFIG_FILE = "upgrade-gate.yaml"
 CATALOGD_CONTENT = "https://catalogd-service.olmv1-system.svc/catalogs/{name}"

@@ -36,13 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from webhook.errors import CatalogError, GitError, InputError, ManifestError
-from webhook.io.forges.api import Forge, PullRequest, make_forge
-from webhook.io.git import Credentials, Identity, NewCommit, RefUpdate, Repo
+from webhook.io import Credentials, Identity, NewCommit, RefUpdate, Repo
+from webhook.io.forges import Forge, PullRequest, make_forge
 from webhook.manifests import iter_yaml_documents, read_text
-from webhook.olm.resolve.revision import check_extension
-from webhook.plan.addons import SUBJECT_PREFIX, AddOnContext, addon_subject, plan_addon
-from webhook.plan.body import render_body
-from webhook.plan.extensions import (
+from webhook.olm import check_extension
+from webhook.plan import (
     ADDON_VERSION,
     CATALOG_IMAGE,
     HELD,
@@ -52,30 +50,33 @@ from webhook.plan.extensions import (
     PROPOSE,
     PUSH,
     REMOVE,
+    REVISION_KIND,
+    SUBJECT_PREFIX,
     UNRESOLVED,
     UPDATE,
     WITHDRAW,
+    AddOnContext,
+    ApprovalCheck,
     BranchState,
     Change,
     Outcome,
     PlanContext,
-    branch_action,
-    branch_name,
-    plan_extension,
-    plan_orphans,
-)
-from webhook.plan.manifests import (
-    REVISION_KIND,
     Problem,
     RevisionFile,
+    addon_subject,
+    branch_action,
+    branch_name,
     parse_revision,
+    plan_addon,
+    plan_catalog_image,
+    plan_extension,
+    plan_orphans,
     read_addons,
     read_extensions,
     read_revisions,
+    render_body,
     rfc3339,
 )
-from webhook.plan.templates import plan_catalog_image
-from webhook.plan.verdicts import ApprovalCheck
 from webhook.sync.config import SyncConfig, load_config
 from webhook.sync.report import OPENED, Entry, Report, file_diff
 from webhook.sync.sources import CatalogCache, Catalogs, ClusterView, load_catalogs, with_installed

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from webhook.conditions import format_time
 from webhook.errors import UpgradeGateError
-from webhook.io.kube.cluster import LeaseElector
+from webhook.io.kube import LeaseElector
 from webhook.sync.cycle import SyncOptions, run_cycle
 from webhook.sync.report import Report
 

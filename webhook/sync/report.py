@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.manifests import read_text
-from webhook.plan.extensions import HELD, INVALID, UNRESOLVED, FileChange
+from webhook.plan import HELD, INVALID, UNRESOLVED, FileChange
 
 OPENED = "opened"
 """A pull request opened for a branch that already carried the change (its earlier opening failed)."""

@@ -22,15 +22,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from webhook.errors import GitError, InputError, PolicyLoadError
-from webhook.io.forges.api import Forge, ForgeConfig, make_forge
-from webhook.io.git import Credentials, Repo
-from webhook.plan.changes import Manifests, matching, object_changes, read_manifests
-from webhook.plan.requests import Identity
-from webhook.plan.review import AUTHENTICATED, Result, Review, Reviewer, policy_differences, review, suite_failures
-from webhook.plan.verdicts import PolicyCheckConfig
-from webhook.policy.loader import load_policy_set
-from webhook.policy.model import PolicySet
-from webhook.policy.suites import SuiteResult, load_suites, run_suites
+from webhook.io import Credentials, Repo
+from webhook.io.forges import Forge, ForgeConfig, make_forge
+from webhook.plan import (
+    AUTHENTICATED,
+    Identity,
+    Manifests,
+    PolicyCheckConfig,
+    Result,
+    Review,
+    Reviewer,
+    matching,
+    object_changes,
+    policy_differences,
+    read_manifests,
+    review,
+    suite_failures,
+)
+from webhook.policy import PolicySet, SuiteResult, load_policy_set, load_suites, run_suites
 from webhook.settings import DEFAULT_CEL_ENGINE
 from webhook.sync.config import CONFIG_FILE, SyncConfig, read_config
 

@@ -20,11 +20,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from webhook.errors import ManifestError
-from webhook.io.catalogd import open_catalog
-from webhook.olm.catalog import Catalog
-from webhook.olm.fbc import catalog_from_cluster_catalog
-from webhook.olm.resolve.extension import InstalledBundle
-from webhook.plan.manifests import Document, ExtensionEntry, Problem, matching_files, read_documents
+from webhook.io import open_catalog
+from webhook.olm import Catalog, InstalledBundle, catalog_from_cluster_catalog
+from webhook.plan import Document, ExtensionEntry, Problem, matching_files, read_documents
 from webhook.sync.config import CatalogConfig
 from webhook.sync.views import AddOnView
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from webhook.plan.addons import PLACEMENT_LABEL, AddOnState, decided_clusters, listed_canaries
-from webhook.plan.manifests import (
+from webhook.plan import (
     MANAGED_ADDON_KIND,
     MANAGEMENT_ADDON_KIND,
     PLACEMENT_DECISION_KIND,
+    PLACEMENT_LABEL,
     AddOnDocuments,
     AddOnManifests,
+    AddOnState,
+    decided_clusters,
+    listed_canaries,
 )
 
 

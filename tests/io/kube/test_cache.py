@@ -16,6 +16,8 @@ from tests.io.kube.fakeapi import JsonHandler, serving
 from webhook.errors import ClusterError, Expired, NotServed
 from webhook.io.kube.cache import ApiSource, Resource, WatchCache, policy_resources
 from webhook.objects import KubeObject, LabelSelector
+from webhook.policy.loader import load_policy_set
+from webhook.policy.lookups import ClusterReads, cluster_reads
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -119,7 +121,9 @@ def test_namespaced_objects_are_found_in_their_namespace_only() -> None:
     [
         pytest.param(NAMESPACES, "/api/v1/namespaces", id="a core kind lives under /api"),
         pytest.param(REVISIONS, "/apis/olm.operatorframework.io/v1/clusterextensionrevisions", id="a CRD under /apis"),
-        pytest.param(policy_resources("ug")[-1], "/api/v1/namespaces/ug/configmaps", id="a namespaced watch"),
+        pytest.param(
+            Resource("v1", "ConfigMap", "configmaps", "ug"), "/api/v1/namespaces/ug/configmaps", id="a namespaced watch"
+        ),
     ],
 )
 def test_resource_paths(resource: Resource, path: str) -> None:
@@ -174,5 +178,19 @@ def test_the_cache_watches_every_kind_the_bundled_policies_look_up() -> None:
         "".join(path.read_text("utf-8") for path in (ROOT / "policies").glob("*.yaml")),
     )
     assert len(calls) > 5
-    watched = {(resource.api_version, resource.kind) for resource in policy_resources("upgrade-gate")}
+    resources = policy_resources(cluster_reads(load_policy_set([ROOT / "policies"])), "upgrade-gate")
+    watched = {(resource.api_version, resource.kind) for resource in resources if resource.namespace is None}
     assert set(calls) <= watched
+    params = [resource for resource in resources if resource.namespace is not None]
+    assert params == [Resource("v1", "ConfigMap", "configmaps", "upgrade-gate")]
+
+
+def test_a_kind_read_everywhere_is_watched_in_every_namespace_and_a_param_kind_in_the_given_one() -> None:
+    reads = ClusterReads(
+        everywhere=(("v1", "Namespace"), ("example.com/v1", "Policy")), params=(("v1", "Secret"),), computed=()
+    )
+    assert policy_resources(reads, "ug") == (
+        Resource("v1", "Namespace", "namespaces"),
+        Resource("example.com/v1", "Policy", "policies"),
+        Resource("v1", "Secret", "secrets", "ug"),
+    )

@@ -1,1 +1,5 @@
-"""Git forges' pull-request APIs (GitHub, GitLab) and a fake GitHub for tests."""
+"""Git forges' pull-request APIs (GitHub, GitLab) over an injectable transport, and a fake of each for tests."""
+
+from webhook.io.forges.api import Forge, ForgeConfig, PullRequest, make_forge
+
+__all__ = ["Forge", "ForgeConfig", "PullRequest", "make_forge"]

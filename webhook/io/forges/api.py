@@ -35,7 +35,9 @@ being merged. When the sync loop withdraws its own pull request it closes it wit
 the title, as Renovate does: only a pull request closed under the proposal's own title (closed by a person)
 declines that proposal. Every failure (unreachable, HTTP error, unexpected JSON) raises ``GitError``
 ``<forge>: <METHOD> <path>: <problem>``; the token never appears in messages.
-``webhook.io.forges.fake`` serves the GitHub subset on a loopback port for tests.
+
+HTTP goes through a ``Transport`` (default ``urllib_transport``); ``webhook.io.forges.fake`` has a fake GitHub
+and a fake GitLab serving these subsets in memory, as a transport or on a loopback port.
 """
 
 from __future__ import annotations
@@ -113,13 +115,53 @@ class Forge(Protocol):
         """Whether ``login`` is a member of ``team`` (GitHub ``ORG/TEAM-SLUG``, GitLab group path)."""
 
 
-def make_forge(config: ForgeConfig, token: str, *, timeout_s: float = 30.0) -> Forge | None:
-    """The forge ``config`` names, or ``None`` for ``type: none`` (branches are pushed, no pull request)."""
+def make_forge(
+    config: ForgeConfig, token: str, *, timeout_s: float = 30.0, transport: Transport | None = None
+) -> Forge | None:
+    """The forge ``config`` names, or ``None`` for ``type: none`` (branches are pushed, no pull request);
+    ``transport`` replaces the HTTP transport (``urllib_transport``), e.g. with a fake forge's."""
     if config.type == "github":
-        return GitHub(config.url, config.repository, token, timeout_s)
+        return GitHub(config.url, config.repository, token, timeout_s, transport or urllib_transport)
     if config.type == "gitlab":
-        return GitLab(config.url, config.repository, token, timeout_s)
+        return GitLab(config.url, config.repository, token, timeout_s, transport or urllib_transport)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    """One request to a forge: ``method``, absolute ``url`` (query included), ``headers``, JSON ``body`` bytes."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    """A forge's answer: HTTP ``status`` and ``body`` bytes (any status: the client reads 4xx and 5xx)."""
+
+    status: int
+    body: bytes
+
+
+class Transport(Protocol):
+    """Sends one request and returns the answer, whatever its status, within ``timeout_s`` seconds; raises
+    ``OSError`` when no answer comes (unreachable, refused, timed out). The seam a fake forge plugs into
+    (``webhook.io.forges.fake``), as httpx's ``MockTransport`` does."""
+
+    def __call__(self, request: HttpRequest, timeout_s: float) -> HttpResponse: ...
+
+
+def urllib_transport(request: HttpRequest, timeout_s: float) -> HttpResponse:
+    """The real ``Transport``: ``urllib.request`` (``URLError`` is an ``OSError``)."""
+    sent = urllib.request.Request(request.url, data=request.body, method=request.method, headers=dict(request.headers))
+    try:
+        with urllib.request.urlopen(sent, timeout=timeout_s) as response:
+            return HttpResponse(response.status, response.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return HttpResponse(error.code, error.read())
 
 
 class _Http:
@@ -127,10 +169,13 @@ class _Http:
 
     name = "forge"
 
-    def __init__(self, url: str, headers: Mapping[str, str], timeout_s: float) -> None:
+    def __init__(
+        self, url: str, headers: Mapping[str, str], timeout_s: float, transport: Transport = urllib_transport
+    ) -> None:
         self._url = url.rstrip("/")
         self._headers = {"Accept": "application/json", "User-Agent": "upgrade-gate", **headers}
         self._timeout_s = timeout_s
+        self._transport = transport
 
     def call(
         self,
@@ -148,23 +193,19 @@ class _Http:
             url += "?" + urllib.parse.urlencode(query)
         data = None if body is None else json.dumps(body).encode()
         headers = {**self._headers, **({"Content-Type": "application/json"} if data is not None else {})}
-        request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
-                text = response.read().decode("utf-8")
-        except urllib.error.HTTPError as error:
-            if error.code == 404 and absent is not _RAISE:
-                error.close()
-                return absent
-            detail = error.read().decode("utf-8", "replace")[:200]
-            error.close()
-            raise GitError(f"{self.name}: {method} {path}: HTTP {error.code} {detail}".rstrip()) from None
-        except (urllib.error.URLError, OSError) as error:
+            response = self._transport(HttpRequest(method, url, headers, data), self._timeout_s)
+        except OSError as error:
             reason = getattr(error, "reason", error)
             raise GitError(f"{self.name}: {method} {path}: {reason}") from None
+        if response.status == 404 and absent is not _RAISE:
+            return absent
+        if response.status >= 400:
+            detail = response.body.decode("utf-8", "replace")[:200]
+            raise GitError(f"{self.name}: {method} {path}: HTTP {response.status} {detail}".rstrip())
         try:
-            return json.loads(text) if text else None
-        except json.JSONDecodeError:
+            return json.loads(response.body) if response.body else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
             raise GitError(f"{self.name}: {method} {path}: the answer is not JSON") from None
 
     def pages(self, path: str, query: Mapping[str, str]) -> list[Any]:
@@ -186,11 +227,13 @@ class GitHub(_Http):
 
     name = "github"
 
-    def __init__(self, url: str, repository: str, token: str, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, url: str, repository: str, token: str, timeout_s: float = 30.0, transport: Transport = urllib_transport
+    ) -> None:
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        super().__init__(url, headers, timeout_s)
+        super().__init__(url, headers, timeout_s, transport)
         self._repo = repository
         self._owner = repository.split("/", 1)[0]
 
@@ -280,8 +323,10 @@ class GitLab(_Http):
 
     name = "gitlab"
 
-    def __init__(self, url: str, repository: str, token: str, timeout_s: float = 30.0) -> None:
-        super().__init__(url, {"PRIVATE-TOKEN": token} if token else {}, timeout_s)
+    def __init__(
+        self, url: str, repository: str, token: str, timeout_s: float = 30.0, transport: Transport = urllib_transport
+    ) -> None:
+        super().__init__(url, {"PRIVATE-TOKEN": token} if token else {}, timeout_s, transport)
         self._project = f"/projects/{_quote(repository)}/merge_requests"
 
     def open_pull_requests(self, base: str) -> dict[str, PullRequest]:

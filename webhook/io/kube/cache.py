@@ -29,7 +29,8 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from webhook import logs
 from webhook.errors import ClusterError, Expired, NotServed
-from webhook.objects import KubeObject, LabelSelector
+from webhook.objects import KubeObject, LabelSelector, plural_of
+from webhook.policy import ClusterReads
 
 log = logging.getLogger(__name__)
 
@@ -57,19 +58,14 @@ class Resource:
         return f"{self.kind}.{self.api_version}" + (f" in {self.namespace}" if self.namespace else "")
 
 
-def policy_resources(namespace: str) -> tuple[Resource, ...]:
-    """What the bundled policies look up: ClusterExtensionRevisions, ClusterExtensions,
-    ClusterManagementAddOns, ManagedClusterAddOns and PlacementDecisions (the add-on canary gate), Namespaces
-    (``namespaceObject``), and ConfigMaps (params) in ``namespace``."""
-    return (
-        Resource("olm.operatorframework.io/v1", "ClusterExtensionRevision", "clusterextensionrevisions"),
-        Resource("olm.operatorframework.io/v1", "ClusterExtension", "clusterextensions"),
-        Resource("addon.open-cluster-management.io/v1alpha1", "ClusterManagementAddOn", "clustermanagementaddons"),
-        Resource("addon.open-cluster-management.io/v1alpha1", "ManagedClusterAddOn", "managedclusteraddons"),
-        Resource("cluster.open-cluster-management.io/v1beta1", "PlacementDecision", "placementdecisions"),
-        Resource("v1", "Namespace", "namespaces"),
-        Resource("v1", "ConfigMap", "configmaps", namespace),
-    )
+def policy_resources(reads: ClusterReads, namespace: str) -> tuple[Resource, ...]:
+    """The resources to watch for a policy set that ``reads`` these kinds (``webhook.policy.lookups``): each kind
+    read everywhere in all namespaces, each namespaced param kind in ``namespace`` only (where the chart's Role
+    lets the webhook read its params). A kind's resource is its default plural (``objects.plural_of``), as
+    Kubernetes and CRDs name them."""
+    everywhere = [Resource(api_version, kind, plural_of(kind)) for api_version, kind in reads.everywhere]
+    params = [Resource(api_version, kind, plural_of(kind), namespace) for api_version, kind in reads.params]
+    return (*everywhere, *params)
 
 
 class Source(Protocol):

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from webhook.olm.catalog import Bundle, Channel, VersionRelease
 from webhook.olm.resolve.successors import Successors
-from webhook.olm.versions import Constraint
+from webhook.versions import Constraint
 
 
 class Predicate(Protocol):

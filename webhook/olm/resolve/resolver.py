@@ -29,7 +29,7 @@ from webhook.olm.catalog import Bundle, Catalog, Deprecation, Package, VersionRe
 from webhook.olm.resolve.extension import CatalogSource, InstalledBundle
 from webhook.olm.resolve.predicates import InAnyChannel, InVersionRange, Predicate, SuccessorOf, channel_list
 from webhook.olm.resolve.successors import Edge, Successors
-from webhook.olm.versions import parse_constraint
+from webhook.versions import parse_constraint
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from webhook.errors import InvalidConstraint
 from webhook.olm.catalog import Bundle, Channel, ChannelEntry, VersionRelease
 from webhook.olm.resolve.extension import InstalledBundle
-from webhook.olm.versions import SkipRange, parse_skip_range
+from webhook.versions import SkipRange, parse_skip_range
 
 _KIND_ORDER = {"replaces": 0, "skips": 1, "skipRange": 2}
 

@@ -10,6 +10,9 @@ Public API::
     evaluate(expression, variables=None) -> Python value # one-shot: compile, evaluate, convert
     EXTENSION_FUNCTIONS                                  # names that are not portable to the apiserver
     extension_bindings(store, now) -> {"cluster": ..., "clock": ...}   # merge into each activation
+    lookups(expression) -> Lookups(kinds, computed)      # the kinds its cluster.get/list calls name
+    backend_named(engine) -> Backend                     # an engine's to_cel / to_python (CEL_ENGINES)
+    with deadline(seconds): ...                          # bounds the evaluations in the block
 """
 
 from __future__ import annotations
@@ -18,17 +21,25 @@ import datetime
 from collections.abc import Mapping
 
 from webhook.objects import ObjectStore
+from webhook.policy.cel.backend import Backend
+from webhook.policy.cel.cost import deadline
 from webhook.policy.cel.environment import Environment, Program, backend_named, default_backend
 from webhook.policy.cel.libraries import EXTENSION_FUNCTIONS
 from webhook.policy.cel.libraries.extensions import extension_bindings
+from webhook.policy.cel.reads import Lookups, lookups
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 __all__ = [
     "EXTENSION_FUNCTIONS",
+    "Backend",
     "Environment",
+    "Lookups",
     "Program",
+    "backend_named",
+    "deadline",
     "evaluate",
     "extension_bindings",
+    "lookups",
     "to_python",
 ]
 

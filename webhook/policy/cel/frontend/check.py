@@ -21,12 +21,11 @@ from typing import Any, TypeAlias
 
 import lark
 from celpy import celtypes
-from celpy.evaluation import celstr
 
 from webhook.errors import CelCompileError, CelEvaluationError
 from webhook.policy.cel.backend import Limits
 from webhook.policy.cel.frontend.parser import parse
-from webhook.policy.cel.frontend.tree import Node, call_arguments, collapse, identifier, unwrap
+from webhook.policy.cel.frontend.tree import Node, call_arguments, collapse, identifier, string_literal, unwrap
 from webhook.policy.cel.libraries.regex import compile_pattern
 from webhook.policy.cel.libraries.registry import Overload
 
@@ -341,7 +340,7 @@ def _check_no_optional_elements(arguments: list[Node]) -> None:
 
 
 def _check_literal_arguments(node: Node, name: str, arguments: list[Node], *, member: bool) -> None:
-    literals = [_string_literal(argument) for argument in arguments]
+    literals = [string_literal(argument) for argument in arguments]
     pattern = literals[0 if member else -1] if literals else None
     if name in _REGEX_FUNCTIONS and pattern is not None:
         try:
@@ -457,13 +456,6 @@ def _type_text(found: StaticType) -> str:
         return "dyn"
     name, *parameters = found
     return f"{name}({', '.join(map(_type_text, parameters))})" if parameters else name
-
-
-def _string_literal(tree: Node) -> str | None:
-    node = unwrap(tree)
-    if node.data == "literal" and node.children[0].type in ("STRING_LIT", "MLSTRING_LIT"):  # type: ignore[union-attr]
-        return str(celstr(node.children[0]))  # type: ignore[arg-type]
-    return None
 
 
 def _error(node: Node, message: str) -> CelCompileError:

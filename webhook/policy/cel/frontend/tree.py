@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import lark
+from celpy.evaluation import celstr
 
 #: A node of cel-python's parse tree.
 Node: TypeAlias = "lark.Tree[Any]"
@@ -21,6 +22,14 @@ def identifier(tree: Node) -> str | None:
     """The name if ``tree`` is a bare identifier, else None."""
     node = unwrap(tree)
     return str(node.children[0]) if node.data == "ident" else None
+
+
+def string_literal(tree: Node) -> str | None:
+    """The value of ``tree`` if it is a string literal (escapes decoded), else None."""
+    node = unwrap(tree)
+    if node.data == "literal" and node.children[0].type in ("STRING_LIT", "MLSTRING_LIT"):  # type: ignore[union-attr]
+        return str(celstr(node.children[0]))  # type: ignore[arg-type]
+    return None
 
 
 def call_arguments(call: Node, position: int) -> list[Node]:

@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 from webhook.conditions import format_time
 from webhook.errors import CelEvaluationError, InputError
-from webhook.ocm.addons import (
+from webhook.ocm import (
     AddOnVersions,
     CanaryVerdict,
     Observation,

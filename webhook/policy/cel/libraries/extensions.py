@@ -36,9 +36,9 @@ from typing import Any
 
 from webhook.errors import CelEvaluationError, InputError
 from webhook.objects import LabelSelector, ObjectStore
-from webhook.olm.release import read_release
-from webhook.olm.versions import parse_constraint, parse_version
+from webhook.olm import read_release
 from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
+from webhook.versions import parse_constraint, parse_version
 from webhook.windows import parse_window
 
 
@@ -118,7 +118,7 @@ def _version(text: str) -> Any:
 
 
 def in_range(_olm: Namespace, version: str, constraint: str) -> bool:
-    """``olm.inRange(version, range)``: ``webhook.olm.versions.parse_constraint(range).admits(version)``."""
+    """``olm.inRange(version, range)``: ``webhook.versions.parse_constraint(range).admits(version)``."""
     try:
         return parse_constraint(str(constraint)).admits(_version(version))
     except InputError as error:

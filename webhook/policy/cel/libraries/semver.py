@@ -5,7 +5,7 @@
     <Semver>.isGreaterThan(Semver) / .isLessThan(Semver) -> bool
     <Semver>.compareTo(Semver) -> int (-1, 0, 1)
 
-Strict SemVer 2.0.0 as blang ``Parse`` reads it (``webhook.olm.versions.parse_version``): no ``v``, three parts,
+Strict SemVer 2.0.0 as blang ``Parse`` reads it (``webhook.versions.parse_version``): no ``v``, three parts,
 no leading zeros; the error text is blang's (``No Major.Minor.Patch elements found``). With ``normalize``
 true a leading ``v`` is dropped, missing minor/patch parts are padded with ``.0`` and leading zeros are
 removed first (``semver("v01.01", true) == semver("1.1.0")``). Equality and order follow SemVer precedence
@@ -19,8 +19,8 @@ import re
 import semver as python_semver
 
 from webhook.errors import CelEvaluationError, InvalidVersion
-from webhook.olm.versions import parse_version
 from webhook.policy.cel.libraries.registry import Overload, function, member
+from webhook.versions import parse_version
 
 _CORE = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?(.*)$", re.DOTALL)
 

@@ -1,8 +1,10 @@
-"""A fake GitHub: the REST subset ``webhook.io.forges.api.GitHub`` uses, in memory, on a loopback port.
+"""A fake GitHub: the REST v3 subset ``webhook.io.forges.api.GitHub`` uses, in memory.
 
 Shipped so that users test their sync configuration without a forge (as httpx ships ``MockTransport``)::
 
-    with FakeGitHub("example-org/clusters") as github:
+    github = FakeGitHub("example-org/clusters")
+    client = github.client()                        # the real client over github.transport
+    with github:
         ...  # forge: {type: github, repository: example-org/clusters, url: github.url}
         github.pulls[1]["state"]                    # inspect
         github.close(1)                             # a human closes pull request #1 without merging
@@ -18,48 +20,35 @@ as GitHub does. Reviews (``GET /pulls/{n}/reviews``, oldest first, paginated) ha
 ``submitted_at``, ``html_url``, ``author_association``), and team memberships
 (``GET /orgs/{org}/teams/{team_slug}/memberships/{username}``) answer ``{url, role, state}`` or 404.
 ``fail_with`` makes every request answer that HTTP status (an outage). ``requests`` logs
-``"METHOD path"`` of every call.
+``"METHOD path"`` of every call (``base.FakeForge``).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
+from webhook.io.forges.api import GitHub
+from webhook.io.forges.fake.base import FakeForge, page
 
-class FakeGitHub:
-    """An in-memory GitHub pull request API for one repository, served while the context is open."""
+#: GitHub's default page size.
+PER_PAGE = 30
+
+
+class FakeGitHub(FakeForge):
+    """An in-memory GitHub pull request API for one repository."""
 
     def __init__(self, repository: str) -> None:
-        self.repository = repository
+        super().__init__(repository)
         self.owner = repository.split("/", 1)[0]
         self.pulls: dict[int, dict[str, Any]] = {}
         self.reviews: dict[int, list[dict[str, Any]]] = {}
         self.teams: dict[str, dict[str, dict[str, str]]] = {}
-        self.requests: list[str] = []
-        self.fail_with: int | None = None
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    @property
-    def url(self) -> str:
-        """The API base URL (``http://127.0.0.1:<port>``)."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeGitHub:
-        self._thread.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+    def client(self, token: str = "token") -> GitHub:
+        """The real client of this repository over ``transport``."""
+        return GitHub(self.offline_url, self.repository, token, transport=self.transport)
 
     def open_pulls(self) -> list[dict[str, Any]]:
         """The open pull requests, by number."""
@@ -94,52 +83,56 @@ class FakeGitHub:
                 "body": "",
                 "state": state,
                 "html_url": f"{self.pulls[number]['html_url']}#pullrequestreview-{review_id}",
-                "pull_request_url": f"{self.url}/repos/{self.repository}/pulls/{number}",
+                "pull_request_url": f"{self.api_url}/repos/{self.repository}/pulls/{number}",
                 "submitted_at": f"2026-01-01T00:00:{review_id % 60:02d}Z",
                 "commit_id": commit_id or self.pulls[number]["head"]["sha"],
                 "author_association": "MEMBER",
             }
         )
 
+    def approve(self, number: int, login: str) -> None:
+        """``login`` approves pull request ``number`` (an ``APPROVED`` review of its head)."""
+        self.review(number, login, "APPROVED")
+
     def add_team_member(self, team: str, login: str, *, state: str = "active", role: str = "member") -> None:
         """Make ``login`` a member of ``team`` (``ORG/TEAM-SLUG``); ``state`` ``pending`` is an invitation."""
         self.teams.setdefault(team, {})[login] = {"role": role, "state": state}
 
-    def answer(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+    def set_commits(self, number: int, head_sha: str, base_sha: str) -> None:
+        """Point pull request ``number`` at these head and base commits (after a push to its branch)."""
+        self.pulls[number]["head"]["sha"], self.pulls[number]["base"]["sha"] = head_sha, base_sha
+
+    def respond(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
         """The status and JSON GitHub would answer."""
-        with self._lock:
-            self.requests.append(f"{method} {path}")
-            if self.fail_with is not None:
-                return self.fail_with, {"message": "Service Unavailable"}
-            membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
-            if membership is not None and method == "GET":
-                return self._membership(*(urllib.parse.unquote(g) for g in membership.groups()))
-            prefix = f"/repos/{self.repository}"
-            if not path.startswith(prefix):
-                return 404, {"message": "Not Found"}
-            rest = path[len(prefix) :]
-            if rest == "/pulls" and method == "GET":
-                return 200, self._list(query)
-            if rest == "/pulls" and method == "POST":
-                return self._create(body)
-            match = re.fullmatch(r"/(pulls|issues)/(\d+)(/labels|/requested_reviewers|/reviews)?", rest)
-            if match is None or int(match.group(2)) not in self.pulls:
-                return 404, {"message": "Not Found"}
-            pull = self.pulls[int(match.group(2))]
-            if match.group(3) == "/labels" and method == "POST":
-                pull["labels"].extend({"name": n} for n in body["labels"])
-                return 200, pull["labels"]
-            if match.group(1) == "pulls" and match.group(3) == "/reviews" and method == "GET":
-                return 200, _page(self.reviews.get(int(match.group(2)), []), query)
-            if match.group(3) == "/requested_reviewers" and method == "POST":
-                pull["requested_reviewers"].extend({"login": n} for n in body["reviewers"])
-                return 201, pull
-            if match.group(1) == "pulls" and match.group(3) is None and method == "PATCH":
-                pull.update({k: v for k, v in body.items() if k in ("title", "body", "state")})
-                return 200, pull
-            if match.group(1) == "pulls" and match.group(3) is None and method == "GET":
-                return 200, pull
+        membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
+        if membership is not None and method == "GET":
+            return self._membership(*(urllib.parse.unquote(g) for g in membership.groups()))
+        prefix = f"/repos/{self.repository}"
+        if not path.startswith(prefix):
             return 404, {"message": "Not Found"}
+        rest = path[len(prefix) :]
+        if rest == "/pulls" and method == "GET":
+            return 200, self._list(query)
+        if rest == "/pulls" and method == "POST":
+            return self._create(body)
+        match = re.fullmatch(r"/(pulls|issues)/(\d+)(/labels|/requested_reviewers|/reviews)?", rest)
+        if match is None or int(match.group(2)) not in self.pulls:
+            return 404, {"message": "Not Found"}
+        pull = self.pulls[int(match.group(2))]
+        if match.group(3) == "/labels" and method == "POST":
+            pull["labels"].extend({"name": n} for n in body["labels"])
+            return 200, pull["labels"]
+        if match.group(1) == "pulls" and match.group(3) == "/reviews" and method == "GET":
+            return 200, page(self.reviews.get(int(match.group(2)), []), query, PER_PAGE)
+        if match.group(3) == "/requested_reviewers" and method == "POST":
+            pull["requested_reviewers"].extend({"login": n} for n in body["reviewers"])
+            return 201, pull
+        if match.group(1) == "pulls" and match.group(3) is None and method == "PATCH":
+            pull.update({k: v for k, v in body.items() if k in ("title", "body", "state")})
+            return 200, pull
+        if match.group(1) == "pulls" and match.group(3) is None and method == "GET":
+            return 200, pull
+        return 404, {"message": "Not Found"}
 
     def _list(self, query: dict[str, str]) -> list[dict[str, Any]]:
         state = query.get("state", "open")
@@ -150,13 +143,13 @@ class FakeGitHub:
             and ("head" not in query or p["head"]["label"] == query["head"])
             and ("base" not in query or p["base"]["ref"] == query["base"])
         ]
-        return _page(found, query)
+        return page(found, query, PER_PAGE)
 
     def _membership(self, org: str, slug: str, login: str) -> tuple[int, Any]:
         member = self.teams.get(f"{org}/{slug}", {}).get(login)
         if member is None:
             return 404, {"message": "Not Found"}
-        return 200, {"url": f"{self.url}/teams/{org}-{slug}/memberships/{login}", **member}
+        return 200, {"url": f"{self.api_url}/teams/{org}-{slug}/memberships/{login}", **member}
 
     def _create(self, body: Any) -> tuple[int, Any]:
         if not isinstance(body, dict) or not all(isinstance(body.get(k), str) for k in ("title", "head", "base")):
@@ -177,33 +170,3 @@ class FakeGitHub:
             "requested_reviewers": [],
         }
         return 201, self.pulls[number]
-
-
-def _page(items: list[dict[str, Any]], query: dict[str, str]) -> list[dict[str, Any]]:
-    """One page of ``items`` (``per_page``, default 30, and ``page``, from 1), as GitHub paginates."""
-    per_page = int(query.get("per_page", "30"))
-    page = int(query.get("page", "1"))
-    return items[(page - 1) * per_page : page * per_page]
-
-
-def _handler(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def _serve(self) -> None:
-            parsed = urllib.parse.urlsplit(self.path)
-            query = dict(urllib.parse.parse_qsl(parsed.query))
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length)) if length else None
-            status, answer = fake.answer(self.command, parsed.path, query, body)
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = do_PATCH = _serve
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Silence the default stderr access log."""
-
-    return Handler
