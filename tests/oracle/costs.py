@@ -16,16 +16,13 @@ It writes two files under ``tests/data/oracle/``:
 
 from __future__ import annotations
 
-import sys
-import tempfile
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.oracle.apiserver import ROOT, Apiserver, started
+from tests.oracle.apiserver import ROOT, Apiserver, run_recorder
 from tests.oracle.record import write
 
 CASES = ROOT / "tests" / "data" / "oracle" / "cost_cases.yaml"
@@ -153,11 +150,7 @@ def record(api: Apiserver) -> None:
 
 def main() -> None:
     """Start an apiserver (or use ``--kubeconfig FILE``'s) and record."""
-    if sys.argv[1:2] == ["--kubeconfig"]:
-        record(Apiserver(Path(sys.argv[2])))
-        return
-    with tempfile.TemporaryDirectory(prefix="oracle-") as rundir, started(Path(rundir)) as api:
-        record(api)
+    run_recorder(record)
 
 
 if __name__ == "__main__":
