@@ -92,7 +92,21 @@ def test_lint_lists_every_file_and_reports_the_broken_one(tmp_path: Path) -> Non
     assert code == 1
     by_file = {Path(r["file"]).name: r for r in json.loads(out)}
     assert by_file["good.yaml"]["policies"] == [
-        {"kind": "ValidatingAdmissionPolicy", "name": "no-latest", "portable": True, "extensions": [], "fallbacks": []}
+        {
+            "kind": "ValidatingAdmissionPolicy",
+            "name": "no-latest",
+            "portable": False,
+            "extensions": [],
+            "fallbacks": [],
+            "expensive": [
+                {
+                    "expression": "object.spec.containers.all(c, !c.image.endsWith(':latest'))",
+                    "estimatedCost": 9_437_180,  # 2 + 6 per element, as many as fit in a request: (3 MiB - 2) / 2
+                    "message": "may be cancelled at run time: estimated cost 9437180 exceeds the per-expression limit "
+                    "1000000",
+                }
+            ],
+        }
     ]
     assert by_file["bad.yaml"]["errors"]
     assert err.startswith(f"{tmp_path / 'bad.yaml'}:8:")
@@ -105,6 +119,26 @@ def test_lint_says_which_bundled_policies_are_portable() -> None:
     portable = {p["name"]: p["portable"] for r in json.loads(out) for p in r["policies"]}
     assert portable["upgrade-gate-clusterextension-guards"] is True
     assert portable["upgrade-gate-revision-approval"] is False
+
+
+def test_lint_lists_the_expressions_that_may_be_cancelled_at_run_time(tmp_path: Path) -> None:
+    # a list read from the object holds up to (3 MiB - 2) / 2 elements; all() costs 2 + (3 + body) per element
+    positive = "object.spec.items.all(y, y > 0)"
+    policy = (SUITES / "deny-latest.yaml").read_text(encoding="utf-8")
+    (tmp_path / "items.yaml").write_text(
+        policy.replace("object.spec.containers", f"{positive} && object.spec.containers"), encoding="utf-8"
+    )
+    code, out, err = _run("policy", "lint", str(tmp_path))
+    assert (code, err) == (0, "")
+    table, findings = out.split("\n\n")
+    assert "no-latest  no        1 expression(s) may be cancelled at run time" in table
+    assert findings == (
+        f"{tmp_path / 'items.yaml'}: ValidatingAdmissionPolicy no-latest: {positive} && object.spec.containers...: "
+        "may be cancelled at run time: estimated cost 17301497 exceeds the per-expression limit 1000000\n"
+    )
+    code, out, _ = _run("policy", "lint", str(tmp_path), "-o", "json")
+    (expensive,) = json.loads(out)[0]["policies"][0]["expensive"]
+    assert expensive["estimatedCost"] == (2 + 5 * 1_572_863) + (2 + 6 * 1_572_863)
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,10 @@ import os
 import ssl
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,12 @@ def started(rundir: Path) -> Iterator[Apiserver]:
         yield Apiserver(Path(json.loads(done.stdout.strip().splitlines()[-1])["kubeconfig"]))
     finally:
         subprocess.run([sys.executable, str(harness), "stop", str(rundir)], check=False, capture_output=True)
+
+
+def run_recorder(record: Callable[[Apiserver], None]) -> None:
+    """``record`` with the apiserver of ``--kubeconfig FILE`` on the command line, else one started for the run."""
+    if sys.argv[1:2] == ["--kubeconfig"]:
+        record(Apiserver(Path(sys.argv[2])))
+        return
+    with tempfile.TemporaryDirectory(prefix="oracle-") as rundir, started(Path(rundir)) as api:
+        record(api)

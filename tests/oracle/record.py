@@ -20,17 +20,14 @@ no apiserver; run this again after changing the tables.
 
 from __future__ import annotations
 
-import sys
-import tempfile
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tests import tables
 from tests.oracle import decisions
-from tests.oracle.apiserver import ROOT, Apiserver, started
+from tests.oracle.apiserver import ROOT, Apiserver, run_recorder
 from tests.oracle.decisions import binding, probe, wait_until_effective
 from webhook.errors import CelError
 from webhook.policy.cel.environment import Environment, backend_named
@@ -173,12 +170,8 @@ def write(name: str, header: str, records: Iterable[Mapping[str, Any]]) -> None:
 
 
 def main() -> None:
-    """Start an apiserver (or use ``--kubeconfig FILE``'s), record the CEL facts and the policy decisions."""
-    if sys.argv[1:2] == ["--kubeconfig"]:
-        record(Apiserver(Path(sys.argv[2])))
-        return
-    with tempfile.TemporaryDirectory(prefix="oracle-") as rundir, started(Path(rundir)) as api:
-        record(api)
+    """Start an apiserver (or use ``--kubeconfig FILE``'s) and record the CEL facts and the policy decisions."""
+    run_recorder(record)
 
 
 def record(api: Apiserver) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +69,11 @@ def lint_command(paths: tuple[Path, ...], output: str) -> None:
     """Validate policy files as the kube-apiserver does on create, and say which are portable.
 
     A policy that calls an upgrade-gate extension function (clock.now, cluster.get/list, olm.*) runs only in
-    the upgrade-gate webhook; the others run unchanged as in-tree admission policies. Every broken file is
-    reported with its file, line, column and field; the others are still listed. A binding whose policyName
-    names no policy in the files linted is reported too. Exit 1 if any file is broken, 2 if none is found.
+    the upgrade-gate webhook; the others run unchanged as in-tree admission policies, unless an expression's
+    worst-case cost estimate exceeds the apiserver's per-expression limit (1,000,000): each such expression is
+    listed after the table (it may be cancelled at run time). Every broken file is reported with its file, line,
+    column and field; the others are still listed. A binding whose policyName names no policy in the files
+    linted is reported too. Exit 1 if any file is broken, 2 if none is found.
     """
     reports = lint(paths)
     if not reports:
@@ -80,6 +82,9 @@ def lint_command(paths: tuple[Path, ...], output: str) -> None:
         echo_json([_file_document(r) for r in reports])
     else:
         click.echo(_lint_table(reports))
+        findings = list(_expensive_lines(reports))
+        if findings:
+            click.echo("\n" + "\n".join(findings))
     for report in reports:
         for error in report.errors:
             click.echo(error, err=True)
@@ -161,8 +166,24 @@ def _lint_table(reports: list[FileReport]) -> str:
             notes = ", ".join(item.extensions)
             if item.fallbacks:
                 notes += f"{'; ' if notes else ''}{len(item.fallbacks)} expression(s) evaluated by cel-python"
+            if item.expensive:
+                notes += f"{'; ' if notes else ''}{len(item.expensive)} expression(s) may be cancelled at run time"
             rows.append((str(report.file), item.kind, item.name, portable, notes))
     return _table(("FILE", "KIND", "NAME", "PORTABLE", "EXTENSIONS"), rows)
+
+
+#: Characters of an expression quoted in a text report line (the JSON report has it whole).
+_QUOTED = 60
+
+
+def _expensive_lines(reports: list[FileReport]) -> Iterator[str]:
+    """``<file>: <kind> <name>: <expression>: may be cancelled at run time: ...`` per expensive expression."""
+    for report in reports:
+        for item in report.policies:
+            for found in item.expensive:
+                text = " ".join(found.expression.split())
+                quoted = text if len(text) <= _QUOTED else text[: _QUOTED - 3] + "..."
+                yield f"{report.file}: {item.kind} {item.name}: {quoted}: {found.message}"
 
 
 def _file_document(report: FileReport) -> dict[str, Any]:
@@ -176,6 +197,10 @@ def _file_document(report: FileReport) -> dict[str, Any]:
                 "portable": p.portable,
                 "extensions": list(p.extensions),
                 "fallbacks": list(p.fallbacks),
+                "expensive": [
+                    {"expression": e.expression, "estimatedCost": e.estimated_cost, "message": e.message}
+                    for e in p.expensive
+                ],
             }
             for p in report.policies
         ],

@@ -2,9 +2,12 @@
 
 A policy is portable to in-tree ValidatingAdmissionPolicy / MutatingAdmissionPolicy when none of its
 expressions calls an upgrade-gate extension function (``webhook.policy.cel.EXTENSION_FUNCTIONS``: request
-time, cluster lookups, OLM version ranges); each compiled program says which ones it calls. The report also
-names the expressions another CEL engine evaluates (``fallbacks``: on cel-expr, those nested deeper than
-cel-cpp's parser allows run on cel-python).
+time, cluster lookups, OLM version ranges) and none is estimated to cost more than the apiserver's
+per-expression limit (``expensive``: such an expression may be cancelled at run time, in the apiserver as here;
+``webhook.policy.cel.estimate``); each compiled program says which functions it calls and what it may cost.
+The apiserver creates such policies all the same, so loading them is no error. The report also names the
+expressions another CEL engine evaluates (``fallbacks``: on cel-expr, those nested deeper than cel-cpp's
+parser allows run on cel-python).
 """
 
 from __future__ import annotations
@@ -15,25 +18,44 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webhook.errors import PolicyLoadError
+from webhook.policy.cel import PER_CALL_LIMIT
 from webhook.policy.documents import policy_files
 from webhook.policy.loader import load_policy_set
 from webhook.policy.model import MutatingPolicy, ValidatingPolicy, expressions
 
 
 @dataclass(frozen=True, slots=True)
+class ExpensiveExpression:
+    """An expression whose worst-case cost estimate (apiserver cost units) exceeds ``PER_CALL_LIMIT``."""
+
+    expression: str
+    estimated_cost: int
+
+    @property
+    def message(self) -> str:
+        """``may be cancelled at run time: estimated cost <N> exceeds the per-expression limit 1000000``."""
+        return (
+            f"may be cancelled at run time: estimated cost {self.estimated_cost} exceeds the per-expression limit "
+            f"{PER_CALL_LIMIT}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PolicyReport:
-    """One policy: its kind, name, the extension functions it calls (empty = portable), and ``fallbacks``:
-    ``<engine>: <expression>`` for each expression an engine other than the set's evaluates."""
+    """One policy: its kind, name, the extension functions it calls, ``fallbacks``: ``<engine>: <expression>``
+    for each expression an engine other than the set's evaluates, and ``expensive``: its expressions (each once)
+    estimated above the per-expression limit. Portable when it calls no extension and none is expensive."""
 
     kind: str
     name: str
     extensions: tuple[str, ...]
     fallbacks: tuple[str, ...] = ()
+    expensive: tuple[ExpensiveExpression, ...] = ()
 
     @property
     def portable(self) -> bool:
-        """True when the kube-apiserver can run the policy unchanged."""
-        return not self.extensions
+        """True when the kube-apiserver can run the policy unchanged (and never stops it on cost)."""
+        return not self.extensions and not self.expensive
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +94,7 @@ def lint(paths: Iterable[str | Path]) -> list[FileReport]:
                         policy.name,
                         tuple(sorted(set(_extensions(policy)))),
                         tuple(_fallbacks(policy)),
+                        tuple(_expensive(policy)),
                     )
                     for policy in policies
                 ),
@@ -105,3 +128,11 @@ def _fallbacks(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[str]:
         engine = getattr(expression.program, "fallback", None)
         if engine:
             yield f"{engine}: {expression.text}"
+
+
+def _expensive(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[ExpensiveExpression]:
+    """The policy's distinct expressions whose estimated cost exceeds the per-expression limit."""
+    costs = {expression.text: getattr(expression.program, "estimated_cost", 0) for expression in expressions(policy)}
+    for text, cost in costs.items():
+        if cost > PER_CALL_LIMIT:
+            yield ExpensiveExpression(text, cost)

@@ -24,6 +24,7 @@ from webhook.objects import ObjectStore
 from webhook.policy.cel.backend import Backend
 from webhook.policy.cel.cost import deadline
 from webhook.policy.cel.environment import Environment, Program, backend_named, default_backend
+from webhook.policy.cel.estimate import PER_CALL_LIMIT
 from webhook.policy.cel.libraries import EXTENSION_FUNCTIONS
 from webhook.policy.cel.libraries.extensions import extension_bindings
 from webhook.policy.cel.reads import Lookups, lookups
@@ -31,6 +32,7 @@ from webhook.settings import DEFAULT_CEL_ENGINE
 
 __all__ = [
     "EXTENSION_FUNCTIONS",
+    "PER_CALL_LIMIT",
     "Backend",
     "Environment",
     "Lookups",

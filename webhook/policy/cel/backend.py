@@ -32,11 +32,13 @@ class Executable(Protocol):
 
     ``extensions``: the non-portable extension functions it calls (``cluster.get``, ...), for ``policy lint``;
     ``result_type``: the type the checker gives its result (``bool``, ``string``, ``null_type``, ``dyn``,
-    ``list(dyn)``...), ``None`` where no type checker ran.
+    ``list(dyn)``...), ``None`` where no type checker ran; ``estimated_cost``: its worst-case cost in the
+    apiserver's units (``webhook.policy.cel.estimate``).
     """
 
     extensions: frozenset[str]
     result_type: str | None
+    estimated_cost: int
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """The CEL value of the expression; raises ``CelEvaluationError`` (``CostLimitExceeded``) only."""

@@ -67,15 +67,17 @@ class Program:
     ``expression``: the source text; ``extensions``: the non-portable extension functions it calls;
     ``result_type``: the checked type of its result (``None`` where no type checker ran); ``fallback``: the
     engine that evaluates it when the environment's own cannot (cel-python for an expression nested deeper than
-    cel-cpp's parser allows), else ``None``.
+    cel-cpp's parser allows), else ``None``; ``estimated_cost``: its worst-case cost in the apiserver's units
+    (``webhook.policy.cel.estimate``: above ``PER_CALL_LIMIT`` an evaluation may be cancelled).
     """
 
-    __slots__ = ("_executable", "expression", "extensions", "fallback", "result_type")
+    __slots__ = ("_executable", "estimated_cost", "expression", "extensions", "fallback", "result_type")
 
     def __init__(self, expression: str, executable: Executable) -> None:
         self.expression = expression
         self.extensions = executable.extensions
         self.result_type = executable.result_type
+        self.estimated_cost = executable.estimated_cost
         self.fallback: str | None = getattr(executable, "fallback", None)
         self._executable = executable
 

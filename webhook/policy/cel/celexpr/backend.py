@@ -41,7 +41,7 @@ from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
-from webhook.policy.cel.frontend.check import Signatures, front_end, uses_optionals
+from webhook.policy.cel.frontend.check import FrontEnd, Signatures, front_end, uses_optionals
 from webhook.policy.cel.frontend.standard import STANDARD
 from webhook.policy.cel.frontend.tree import Node
 from webhook.policy.cel.libraries import optional
@@ -112,15 +112,14 @@ def compile_message(text: str) -> str:
 class CelExprExecutable:
     """A checked cel-cpp expression; evaluations share nothing mutable across threads."""
 
-    __slots__ = ("_backend", "_cost_limit", "_expression", "extensions", "result_type")
+    __slots__ = ("_backend", "_cost_limit", "_expression", "estimated_cost", "extensions", "result_type")
 
-    def __init__(
-        self, backend: CelExprBackend, expression: Any, cost_limit: int | None, extensions: frozenset[str]
-    ) -> None:
+    def __init__(self, backend: CelExprBackend, expression: Any, cost_limit: int | None, checked: FrontEnd) -> None:
         self._backend = backend
         self._expression = expression
         self._cost_limit = cost_limit
-        self.extensions = extensions
+        self.extensions = checked.extensions
+        self.estimated_cost = checked.estimated_cost
         self.result_type: str | None = type_text(str(expression.return_type()))
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
@@ -152,12 +151,13 @@ class FallbackExecutable:
     Each evaluation converts the activation to the fallback's values and the result back; ``fallback`` names
     the engine, for ``policy lint``."""
 
-    __slots__ = ("_backend", "_executable", "extensions", "fallback", "result_type")
+    __slots__ = ("_backend", "_executable", "estimated_cost", "extensions", "fallback", "result_type")
 
     def __init__(self, backend: CelExprBackend, executable: Executable, fallback: str) -> None:
         self._backend = backend
         self._executable = executable
         self.extensions = executable.extensions
+        self.estimated_cost = executable.estimated_cost
         self.result_type = executable.result_type
         self.fallback = fallback
 
@@ -282,7 +282,8 @@ class CelExprBackend:
         return shared_values.normalise(_from_messages(value, self.types))
 
     def _compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
-        tree, extensions = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
+        checked = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
+        tree = checked.tree
         environment = self._environment(frozenset(variables), uses_optionals(tree))
         try:
             expression = environment.compile(read_variables(source) if VARIABLES in variables else source)
@@ -295,7 +296,7 @@ class CelExprBackend:
                 expression = environment.compile(read_variables(widened) if VARIABLES in variables else widened)
             except RuntimeError:
                 raise CelCompileError(compile_message(message)) from None
-        return CelExprExecutable(self, expression, limits.cost_limit, extensions)
+        return CelExprExecutable(self, expression, limits.cost_limit, checked)
 
     def type_check(self, source: str, variables: Collection[str], limits: Limits) -> str | None:
         """The result type cel-cpp's type checker gives ``source`` (``type_text``), or the ``CelCompileError``

@@ -22,7 +22,7 @@ from webhook.policy.cel.celpython.functions import dispatch_tables
 from webhook.policy.cel.celpython.operators import OPERATORS
 from webhook.policy.cel.celpython.optionals import OptionalEvaluator
 from webhook.policy.cel.cost import Budget, check_deadline
-from webhook.policy.cel.frontend.check import Signatures, front_end
+from webhook.policy.cel.frontend.check import FrontEnd, Signatures, front_end
 from webhook.policy.cel.frontend.standard import STANDARD, TYPE_VALUES
 from webhook.policy.cel.frontend.tree import Node
 from webhook.policy.cel.libraries import net, optional, quantity, semver, urls
@@ -58,21 +58,21 @@ _TYPES = _library_types()
 class CelPythonExecutable:
     """A checked parse tree with the function tables; evaluations share nothing mutable."""
 
-    __slots__ = ("_backend", "_cost_limit", "_literals", "_tree", "extensions", "result_type")
+    __slots__ = ("_backend", "_cost_limit", "_literals", "_tree", "estimated_cost", "extensions", "result_type")
 
     def __init__(
         self,
         backend: CelPythonBackend,
-        tree: Node,
+        checked: FrontEnd,
         cost_limit: int | None,
-        extensions: frozenset[str],
         result_type: str | None = None,
     ) -> None:
         self._backend = backend
-        self._tree = tree
+        self._tree = tree = checked.tree
         self._literals = literal_values(tree)
         self._cost_limit = cost_limit
-        self.extensions = extensions
+        self.extensions = checked.extensions
+        self.estimated_cost = checked.estimated_cost
         self.result_type = result_type
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
@@ -147,9 +147,9 @@ class CelPythonBackend:
 
     def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelPythonExecutable:
         """See ``backend.Backend.compile``."""
-        tree, extensions = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
+        checked = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
         result_type = self._type_check(source, variables, limits) if self._type_check is not None else None
-        return CelPythonExecutable(self, tree, limits.cost_limit, extensions, result_type)
+        return CelPythonExecutable(self, checked, limits.cost_limit, result_type)
 
     def to_cel(self, value: object) -> object:
         """See ``values.to_cel``."""

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import lark
 from celpy import celtypes
 
 from webhook.errors import CelCompileError, CelEvaluationError
 from webhook.policy.cel.backend import Limits
+from webhook.policy.cel.estimate import ADMISSION_VARIABLES, estimate
 from webhook.policy.cel.frontend.parser import parse
 from webhook.policy.cel.frontend.tree import Node, call_arguments, collapse, identifier, string_literal, unwrap
 from webhook.policy.cel.libraries.regex import compile_pattern
@@ -106,20 +107,28 @@ class Signatures:
         )
 
 
-def front_end(
-    source: str, names: Collection[str], signatures: Signatures, limits: Limits
-) -> tuple[Node, frozenset[str]]:
-    """The collapsed parse tree of ``source`` (``tree.collapse``) and the extension functions it calls, once
-    ``source`` is within ``limits`` and passes ``check`` with ``names`` declared. Raises ``CelCompileError``."""
+class FrontEnd(NamedTuple):
+    """What the front end found: the collapsed parse tree (``tree.collapse``), the extension functions it calls,
+    and its worst-case cost in the apiserver's units with the admission variables' shapes (``estimate``)."""
+
+    tree: Node
+    extensions: frozenset[str]
+    estimated_cost: int
+
+
+def front_end(source: str, names: Collection[str], signatures: Signatures, limits: Limits) -> FrontEnd:
+    """The ``FrontEnd`` of ``source`` once it is within ``limits`` and passes ``check`` with ``names`` declared.
+    Raises ``CelCompileError``."""
     if len(source) > limits.max_expression_length:
         raise CelCompileError(
             f"1:1: expression is {len(source)} characters long, over the limit of {limits.max_expression_length}"
         )
     tree = collapse(parse(source))
     try:
-        return tree, check(tree, names, signatures, max_nesting=limits.max_nesting)
+        extensions = check(tree, names, signatures, max_nesting=limits.max_nesting)
     except RecursionError:  # pragma: no cover - the checker is iterative; defence in depth
         raise CelCompileError("1:1: expression is nested too deeply") from None
+    return FrontEnd(tree, extensions, estimate(tree, ADMISSION_VARIABLES, signatures.namespace_members.keys()))
 
 
 _OPTIONAL_RULES = frozenset({"member_dot_opt", "member_index_opt", "opt_elem"})
