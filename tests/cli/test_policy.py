@@ -180,3 +180,11 @@ def test_cel_eval_errors_are_one_line(args: list[str], code: int, error: str, en
     assert (got, out) == (code, "")
     assert err.startswith(error)
     assert err.count("\n") == 1
+
+
+def test_lint_lists_no_expression_of_a_policy_its_extension_calls_keep_from_being_portable() -> None:
+    """The bundled policies call extension functions: the table counts their expensive expressions, and nothing
+    more is listed (JSON lists them)."""
+    result = CliRunner().invoke(main, ["policy", "lint", str(ROOT / "policies")])
+    assert "expression(s) may be cancelled at run time" in result.output
+    assert "exceeds the per-expression limit" not in result.output
