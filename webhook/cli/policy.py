@@ -72,9 +72,9 @@ def lint_command(paths: tuple[Path, ...], output: str) -> None:
     the upgrade-gate webhook; the others run unchanged as in-tree admission policies, unless an expression's
     worst-case cost estimate exceeds the apiserver's per-expression limit (1,000,000): it may be cancelled at run
     time on large enough objects. The table counts such expressions; those of policies that would otherwise be
-    portable are listed after it, and --output json lists them all with their estimates. Every broken file is reported with its file, line,
-    column and field; the others are still listed. A binding whose policyName names no policy in the files
-    linted is reported too. Exit 1 if any file is broken, 2 if none is found.
+    portable are listed after it, and --output json lists them all with their estimates. Every broken file is
+    reported with its file, line, column and field; the others are still listed. A binding whose policyName
+    names no policy in the files linted is reported too. Exit 1 if any file is broken, 2 if none is found.
     """
     reports = lint(paths)
     if not reports:
