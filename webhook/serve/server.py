@@ -45,7 +45,7 @@ from webhook.serve.metrics import Metrics, forget_process
 from webhook.serve.runtime import PREPARE_INTERVAL_S, ClusterCache, PolicyRuntime
 from webhook.serve.shared import SharedRecord
 from webhook.serve.tls import ReloadingContext, development_certificates
-from webhook.serve.worker import admission_worker
+from webhook.serve.worker import WorkerLogger, admission_worker
 from webhook.settings import ServeSettings
 
 log = logging.getLogger(__name__)
@@ -106,6 +106,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
             # user and writes outside the read-only root filesystem of the chart: SIGHUP and SIGTERM suffice.
             "control_socket_disable": True,
             "accesslog": None,
+            "logger_class": WorkerLogger,
             "errorlog": "-",
             "logconfig_dict": logs.dict_config(settings.log_level),
             "when_ready": self._when_ready,

@@ -37,12 +37,28 @@ import time
 from functools import partial
 from typing import Any, TypeVar
 
+from gunicorn.glogging import Logger
 from gunicorn.workers.gthread import _DEFER as DEFER  # finish_request's "wait in the poller"
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from webhook.serve.metrics import Metrics
 
 S = TypeVar("S", bound=socket.socket)
+
+#: How often a worker tells the master it is alive (gunicorn touches a file on every turn of the worker's loop, two
+#: system calls per request; the master only needs it within ``timeout``, tens of seconds), and refreshes its
+#: connection gauges.
+HEARTBEAT_S = 1.0
+
+
+class WorkerLogger(Logger):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's logger without its access log: every admission decision has its own log line
+    (``webhook.serve.app``), and gunicorn builds an access line per request whenever a logging configuration is
+    given, even with ``accesslog`` unset."""
+
+    @property
+    def access_log_enabled(self) -> bool:
+        return False
 
 
 def timed(base: type[S], seconds: float, metrics: Metrics) -> type[S]:
@@ -93,6 +109,14 @@ def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.handed = 0  # connections handed to the thread pool and not finished yet
+            self.notified = self.reported = 0.0
+
+        def notify(self) -> None:
+            """gunicorn's heartbeat, at most every ``HEARTBEAT_S`` instead of on every turn of the loop."""
+            now = time.monotonic()
+            if now - self.notified >= HEARTBEAT_S:
+                self.notified = now
+                super().notify()
 
         def accept(self, listener: socket.socket) -> None:
             """gunicorn's ``accept``, except that the new connection waits in the poller as a pending one (closed
@@ -153,8 +177,11 @@ def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker
 
         def murder_keepalived(self, force: bool = False) -> None:
             super().murder_keepalived(force)
-            metrics.connections.labels("open").set(self.nr_conns)
-            metrics.connections.labels("idle").set(len(self.keepalived_conns) + len(self.pending_conns))
+            now = time.monotonic()
+            if now - self.reported >= HEARTBEAT_S or force:  # gauges in shared files: not on every turn
+                self.reported = now
+                metrics.connections.labels("open").set(self.nr_conns)
+                metrics.connections.labels("idle").set(len(self.keepalived_conns) + len(self.pending_conns))
 
     return AdmissionWorker
 
