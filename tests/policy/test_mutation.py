@@ -14,7 +14,7 @@ from tests import tables
 from tests.policy.test_engine import engine_for
 from webhook.errors import MutationError
 from webhook.policy.initializers import rewrite_initializers
-from webhook.policy.mutation import merge, typed
+from webhook.policy.mutation import json_patch, merge, typed
 from webhook.settings import CEL_ENGINES
 
 DATA = tables.load("policy/mutation.yaml")
@@ -97,3 +97,27 @@ def test_an_initializer_of_another_field_path_is_a_type_mismatch() -> None:
 def test_type_names_are_dropped_once_checked() -> None:
     applied = {"@type": "Object", "spec": {"@type": "Object.spec", "items": [{"@type": "Object.spec.items", "a": 1}]}}
     assert typed(applied, "Object") == {"spec": {"items": [{"a": 1}]}}
+
+
+MANAGED = {"managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {"f:replicas": {}}}}], "uid": "u"}
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        pytest.param({"metadata": MANAGED, "spec": {"a": 1}}, {"metadata": MANAGED, "spec": {"a": 2}}, id="a change"),
+        pytest.param({"spec": {"a": 1}}, {"spec": {"a": True}}, id="1 becoming true, equal to Python's =="),
+        pytest.param({"spec": {"a": 1.0}}, {"spec": {"a": 1}}, id="1.0 becoming 1"),
+        pytest.param({"spec": {"x": {"k": 1}}}, {"spec": {"y": {"k": 1}}}, id="a member moved under another name"),
+        pytest.param(
+            {"metadata": {**MANAGED, "labels": {"a": "1"}}, "spec": {"l": [1, 2, 3]}},
+            {"metadata": {**MANAGED, "labels": {"b": "1", "a": "2"}}, "spec": {"l": [0, 1, 3, 4]}},
+            id="labels added and changed, list items inserted and removed",
+        ),
+        pytest.param({"a": {"b": {"c": [{"d": 1}]}}}, {"a": {"b": {"c": [{"d": 1, "e": 2}]}}}, id="inside a list item"),
+        pytest.param({"a": 1}, {"a": 1}, id="no change"),
+        pytest.param({"a": 1, "b": 2}, {"b": 3}, id="a member removed beside a change"),
+    ],
+)
+def test_json_patch_is_jsonpatch_make_patch(source: dict[str, Any], target: dict[str, Any]) -> None:
+    assert json_patch(source, target) == jsonpatch.make_patch(source, target).patch
