@@ -11,7 +11,7 @@ Follows ``k8s.io/apiserver/pkg/admission/plugin/cel/activation.go`` and ``compos
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from webhook.errors import CelEvaluationError, ReviewError
@@ -53,8 +53,8 @@ _NAMESPACE_METADATA = (
 class RequestInputs:
     """One request's matching attributes and CEL values, shared by every policy evaluation of the request.
 
-    ``namespace`` is the request's Namespace object as given (``None`` if none or unknown); ``params`` caches
-    param objects converted to CEL, by identity of the stored object. The request is converted to CEL values
+    ``namespace`` is the request's Namespace object as given (``None`` if none or unknown); ``params`` converts
+    param objects to CEL (``ParamValues``, shared by the requests of one engine). The request is converted to CEL values
     of ``backend`` only when a policy first needs it (``cel``), so a request that no policy matches costs no
     conversion; ``from_json``: the request was decoded from JSON with its integers within int64, so the backend
     may take it without checks (``Backend.from_json``).
@@ -66,8 +66,8 @@ class RequestInputs:
     namespace_name: str
     request: Mapping[str, Any]
     extra: Mapping[str, object]
+    params: ParamValues
     from_json: bool = False
-    params: dict[int, object] = field(default_factory=dict)
     _cel: dict[str, object] | None = None
 
     @classmethod
@@ -78,15 +78,18 @@ class RequestInputs:
         namespace: Mapping[str, Any] | None,
         extra: Mapping[str, object],
         *,
+        params: ParamValues | None = None,
         from_json: bool = False,
     ) -> RequestInputs:
         """The inputs of ``request`` (an AdmissionReview ``request`` dict) for ``backend``; ``extra`` are further
-        activation entries (extension libraries); ``from_json``: see the class."""
+        activation entries (extension libraries); ``params``: where param objects are converted (default: for this
+        request only); ``from_json``: see the class."""
         kind = request.get("kind") or {}
         is_namespace = kind.get("group", "") == "" and kind.get("version") == "v1" and kind.get("kind") == "Namespace"
         namespace_name = "" if is_namespace else str(request.get("namespace") or "")
         attributes = Attributes.from_request(request)
-        return cls(backend, attributes, namespace, namespace_name, request, extra, from_json)
+        converted = params if params is not None else ParamValues(backend)
+        return cls(backend, attributes, namespace, namespace_name, request, extra, converted, from_json)
 
     @property
     def cel(self) -> dict[str, object]:
@@ -109,13 +112,29 @@ class RequestInputs:
         return self._cel
 
     def param(self, param: Mapping[str, Any] | None) -> object:
-        """``param`` as a CEL value, converted once per request (``None`` stays ``null``)."""
-        if param is None:
-            return None
-        key = id(param)
-        if key not in self.params:
-            self.params[key] = self.backend.to_cel(param)
-        return self.params[key]
+        """``param`` as a CEL value (``None`` stays ``null``), converted once (``params``)."""
+        return None if param is None else self.params.get(param)
+
+
+class ParamValues:
+    """Param objects as CEL values of ``backend``, converted once and kept across requests by the identity of the
+    stored object (an object store replaces an object it updates and never changes one), at most ``MAX_PARAMS``
+    of them (then it starts over). Thread-safe: a conversion may run twice, never wrongly."""
+
+    MAX_PARAMS = 256
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._converted: dict[int, tuple[Mapping[str, Any], object]] = {}
+
+    def get(self, param: Mapping[str, Any]) -> object:
+        """``param`` as a CEL value; raises ``CelEvaluationError`` as ``Backend.to_cel``."""
+        found = self._converted.get(id(param))
+        if found is None or found[0] is not param:
+            if len(self._converted) >= self.MAX_PARAMS:
+                self._converted.clear()
+            found = self._converted[id(param)] = (param, self.backend.to_cel(param))
+        return found[1]
 
 
 def namespace_object(namespace: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -34,7 +34,15 @@ import jsonpatch
 
 from webhook.objects import ObjectStore
 from webhook.policy import mutation
-from webhook.policy.activation import Activation, RequestInputs, activation, bind_variables, evaluate, match_conditions
+from webhook.policy.activation import (
+    Activation,
+    ParamValues,
+    RequestInputs,
+    activation,
+    bind_variables,
+    evaluate,
+    match_conditions,
+)
 from webhook.policy.cel import backend_named, extension_bindings
 from webhook.policy.decision import Decision
 from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, Dispatcher, invocations
@@ -132,6 +140,7 @@ class PolicyEngine:
         self.store = store
         self.cluster_scoped_kinds = frozenset(cluster_scoped_kinds)
         self.backend = backend_named(policies.engine)
+        self._params = ParamValues(self.backend)
         self._validating = Dispatcher(policies.validating_policies, policies.validating_bindings)
         self._mutating = Dispatcher(policies.mutating_policies, policies.mutating_bindings)
 
@@ -148,7 +157,7 @@ class PolicyEngine:
         decoded from JSON with its integers within int64 (``RequestInputs``)."""
         moment = now or datetime.datetime.now(datetime.UTC)
         bindings = extension_bindings(self.store, moment)
-        return RequestInputs.build(self.backend, request, namespace, bindings, from_json=from_json)
+        return RequestInputs.build(self.backend, request, namespace, bindings, params=self._params, from_json=from_json)
 
     def validate(
         self,

@@ -172,7 +172,8 @@ class _State:
                 continue
             if changed != self.object:
                 self.object = changed
-                self.inputs.cel["object"] = values["object"] = values.backend.to_cel(changed)
+                # JSON values (the request's, merged with or patched by plain results): nothing to check
+                self.inputs.cel["object"] = values["object"] = values.backend.from_json(changed)
                 bind_variables(values, policy.variables)  # each patcher composes variables anew
         return bool(self.object != before)
 
