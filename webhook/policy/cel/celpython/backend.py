@@ -69,6 +69,8 @@ class CelPythonExecutable:
     ) -> None:
         self._backend = backend
         self._tree = tree = checked.tree
+        for node in tree.iter_subtrees():  # rule names as plain str: lark's Token compares in Python, str in C
+            node.data = str(node.data)
         self._literals = literal_values(tree)
         self._cost_limit = cost_limit
         self.extensions = checked.extensions
