@@ -11,7 +11,7 @@ import yaml
 
 from tests import tables
 from webhook.errors import InputError
-from webhook.io.forges.api import ForgeConfig
+from webhook.io.forges import ForgeConfig
 from webhook.plan.manifests import read_addons
 from webhook.plan.requests import Identity
 from webhook.plan.verdicts import PolicyCheckConfig

@@ -10,8 +10,9 @@ import pytest
 
 from tests import tables
 from webhook.errors import GitError
-from webhook.io.forges.api import GitHub, GitLab
 from webhook.io.forges.fake import FakeForge, FakeGitHub, FakeGitLab
+from webhook.io.forges.github import GitHub
+from webhook.io.forges.gitlab import GitLab
 
 REVIEWS = tables.load("gitops/reviews.yaml")
 HEAD, BASE = "a" * 40, "b" * 40

@@ -1,4 +1,4 @@
-"""Fake forges for tests, one per forge ``webhook.io.forges.api`` speaks: each is the REST subset the real client
+"""Fake forges for tests, one per forge ``webhook.io.forges`` speaks: each is the REST subset the real client
 uses, in the forge's documented shapes, in memory; the real client runs over its ``transport`` (``client()``), or
 any client over its loopback ``url``."""
 

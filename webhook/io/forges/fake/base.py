@@ -1,7 +1,7 @@
 """What every fake forge shares: the in-memory transport, the loopback server, the request log and outages.
 
 A fake answers ``answer(method, path, query, body) -> (status, JSON)`` for paths below its API root; ``transport``
-is a ``webhook.io.forges.api.Transport`` calling it in process (the real client over it, as httpx's
+is a ``webhook.io.forges.base.Transport`` calling it in process (the real client over it, as httpx's
 ``MockTransport``), and the context manager serves the same answers on ``url`` (a loopback port) for a client
 that only takes a URL (``upgrade-gate sync`` and ``review`` read theirs from ``upgrade-gate.yaml``).
 """
@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-from webhook.io.forges.api import Forge, HttpRequest, HttpResponse
+from webhook.io.forges.base import Forge, HttpRequest, HttpResponse
 
 #: Where a fake transport's client points (no host is contacted).
 OFFLINE_URL = "https://forge.invalid"

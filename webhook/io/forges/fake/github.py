@@ -1,4 +1,4 @@
-"""A fake GitHub: the REST v3 subset ``webhook.io.forges.api.GitHub`` uses, in memory.
+"""A fake GitHub: the REST v3 subset ``webhook.io.forges.github.GitHub`` uses, in memory.
 
 Shipped so that users test their sync configuration without a forge (as httpx ships ``MockTransport``)::
 
@@ -29,8 +29,8 @@ import re
 import urllib.parse
 from typing import Any
 
-from webhook.io.forges.api import GitHub
 from webhook.io.forges.fake.base import FakeForge, page
+from webhook.io.forges.github import GitHub
 
 #: GitHub's default page size.
 PER_PAGE = 30

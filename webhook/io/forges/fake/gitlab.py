@@ -1,4 +1,4 @@
-"""A fake GitLab: the REST v4 subset ``webhook.io.forges.api.GitLab`` uses, in memory, below ``/api/v4``.
+"""A fake GitLab: the REST v4 subset ``webhook.io.forges.gitlab.GitLab`` uses, in memory, below ``/api/v4``.
 
 ::
 
@@ -31,8 +31,8 @@ import re
 import urllib.parse
 from typing import Any
 
-from webhook.io.forges.api import GitLab
 from webhook.io.forges.fake.base import FakeForge, page
+from webhook.io.forges.gitlab import GitLab
 
 #: GitLab's default page size.
 PER_PAGE = 20
