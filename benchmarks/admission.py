@@ -18,7 +18,8 @@ Usage: python benchmarks/admission.py [--part apiserver|loopback|faults ...] [--
    errors, closed-loop throughput (8 clients), RSS per worker. Clients keep their connections alive as the
    apiserver does, and resend once when a kept-alive connection turns out closed (as Go's transport does).
 3. ``faults`` (2 workers, both CEL engines, tests/data/admission/limits): a runaway comprehension; the request
-   deadline under two concurrent slow requests; cheap requests while expensive ones hold every thread; 200 idle
+   deadline under two concurrent slow requests; cheap requests while expensive ones hold every thread, and beside
+   one in the same worker (a 1-worker server: they share its interpreter); 200 idle
    connections; stalled handshakes and bodies; and 200 requests/s through 3 SIGHUPs, 2 policy file changes, a
    certificate rotation and a ``kill -9`` of a worker, with the errors counted.
 
@@ -715,6 +716,10 @@ def faults(tmp: Path, certs: Path, args: argparse.Namespace) -> dict[str, Any]:
 
             if engine == engines(args)[0]:
                 results["transport"] = transport_faults(port, context, io_timeout_s, metrics)
+        port = free_port()
+        argv = serve_argv(own_certs, port, 1, engine, LIMITS, "--request-timeout", str(timeout_s))
+        with running(argv, port, context, {**env, "PROMETHEUS_MULTIPROC_DIR": str(tmp / f"shared-{engine}")}):
+            results[engine]["cheap_beside_1_slow_same_worker"] = cheap_beside(port, context, 1)
     policies = tmp / "reload-policies"
     policies.mkdir()
     for source in (ROOT / "policies").glob("*.yaml"):
@@ -774,9 +779,11 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
                 f"deadline {row['deadline_s']:g} s: {row['deadline_504']}/{row['deadline_requests']} answered 504, "
                 f"the last after {row['deadline_max_s']} s"
             )
-            for slow, cheap in row["cheap_beside_slow"].items():
+            beside = {f"beside {slow} slow ones": cheap for slow, cheap in row["cheap_beside_slow"].items()}
+            beside["beside 1 slow one in their worker (1 worker)"] = row["cheap_beside_1_slow_same_worker"]
+            for where, cheap in beside.items():
                 print(
-                    f"    cheap requests beside {slow} slow ones: p50 {cheap['p50_ms']} ms, p99 {cheap['p99_ms']} ms, "
+                    f"    cheap requests {where}: p50 {cheap['p50_ms']} ms, p99 {cheap['p99_ms']} ms, "
                     f"{cheap['errors']} errors of {cheap['requests']}"
                 )
         transport = fault["transport"]

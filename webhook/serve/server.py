@@ -57,6 +57,11 @@ ClusterFactory = Callable[[], ClusterCache]
 #: about two: the interpreter's limit and the request threads' stacks are raised to match.
 RECURSION_LIMIT = 24_000
 THREAD_STACK_BYTES = 64 * 1024 * 1024
+#: How long a request thread keeps the interpreter before another may take it (CPython's default: 5 ms). A cheap
+#: request sharing a worker with an expensive evaluation waits that long at each of its turns (reading, deciding,
+#: answering): 40 ms at the default, 5 ms at this (``benchmarks/admission.py``, faults), for a few switches more
+#: per busy millisecond.
+SWITCH_INTERVAL_S = 0.0005
 
 
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -231,4 +236,5 @@ def serve(settings: ServeSettings) -> None:
     cluster = cluster_cache(settings, runtime.snapshot.policies)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     threading.stack_size(THREAD_STACK_BYTES)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)  # the forked workers inherit it
     WebhookServer(settings, create_app(settings, runtime, metrics), runtime, tls, cluster, metrics=metrics).run()
