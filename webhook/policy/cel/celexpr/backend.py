@@ -318,7 +318,8 @@ class CelExprBackend:
         names, ids = tuple(values), list(map(id, values.values()))
         if VARIABLES in values:
             index = names.index(VARIABLES)
-            names, _ = names[:index] + names[index + 1 :], ids.pop(index)
+            names = names[:index] + names[index + 1 :]
+            del ids[index]
         key = (names, tuple(ids))
         found = entries.get(key)
         if found is None:
