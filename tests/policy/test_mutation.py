@@ -14,7 +14,7 @@ from tests import tables
 from tests.policy.test_engine import engine_for
 from webhook.errors import MutationError
 from webhook.policy.initializers import rewrite_initializers
-from webhook.policy.mutation import json_patch, merge, typed
+from webhook.policy.mutation import apply_json_patch, json_patch, merge, typed
 from webhook.settings import CEL_ENGINES
 
 DATA = tables.load("policy/mutation.yaml")
@@ -121,3 +121,64 @@ MANAGED = {"managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {"f:r
 )
 def test_json_patch_is_jsonpatch_make_patch(source: dict[str, Any], target: dict[str, Any]) -> None:
     assert json_patch(source, target) == jsonpatch.make_patch(source, target).patch
+
+
+PATCHED = {"metadata": {**MANAGED, "labels": {"a": "1"}}, "spec": {"l": [1, {"k": [2]}], "m": {"n": {"o": 1}}}}
+
+
+@pytest.mark.parametrize(
+    "operations",
+    [
+        pytest.param([{"op": "add", "path": "/spec/approved", "value": False}], id="a member added"),
+        pytest.param([{"op": "replace", "path": "/spec/l/1/k/0", "value": 3}], id="inside a list item"),
+        pytest.param([{"op": "remove", "path": "/metadata/labels/a"}], id="a member removed"),
+        pytest.param([{"op": "add", "path": "/spec/l/-", "value": 4}], id="appended to a list"),
+        pytest.param(
+            [{"op": "move", "from": "/spec/m", "path": "/spec/x"}, {"op": "add", "path": "/spec/x/n/p", "value": 2}],
+            id="a move, then a change inside what moved",
+        ),
+        pytest.param(
+            [{"op": "copy", "from": "/spec/m", "path": "/spec/y"}, {"op": "replace", "path": "/spec/y/n/o", "value": 5}],
+            id="a copy, then a change inside the copy",
+        ),
+        pytest.param([{"op": "replace", "path": "", "value": {"a": 1}}], id="the whole document replaced"),
+        pytest.param([{"op": "add", "path": "/metadata/labels/~1b~0", "value": "x"}], id="an escaped member name"),
+    ],
+)
+def test_apply_json_patch_is_jsonpatch_and_leaves_the_object(operations: list[dict[str, Any]]) -> None:
+    source = copy.deepcopy(PATCHED)
+    patched = apply_json_patch(source, copy.deepcopy(operations))
+    assert patched == jsonpatch.apply_patch(PATCHED, operations)
+    assert source == PATCHED
+
+
+def test_apply_json_patch_keeps_what_it_does_not_touch() -> None:
+    patched = apply_json_patch(PATCHED, [{"op": "add", "path": "/spec/approved", "value": False}])
+    assert patched["metadata"] is PATCHED["metadata"]
+    assert patched["spec"]["m"] is PATCHED["spec"]["m"]
+
+
+@pytest.mark.parametrize(
+    ("operations", "error"),
+    [
+        pytest.param([{"op": "test", "path": "/spec/m/n/o", "value": 2}], None, id="a failed test: unchanged"),
+        pytest.param(
+            [{"op": "add", "path": "/spec/z", "value": 1}, {"op": "test", "path": "/spec/z", "value": 2}],
+            None,
+            id="a failed test after a change: unchanged",
+        ),
+        pytest.param(
+            [{"op": "add", "path": "/spec/z", "value": 1}, {"op": "remove", "path": "/nothing/here"}],
+            "JSON patch could not be applied: ",
+            id="an operation that does not apply",
+        ),
+    ],
+)
+def test_apply_json_patch_is_all_or_nothing(operations: list[dict[str, Any]], error: str | None) -> None:
+    source = copy.deepcopy(PATCHED)
+    if error is None:
+        assert apply_json_patch(source, operations) is source
+    else:
+        with pytest.raises(MutationError, match=error):
+            apply_json_patch(source, operations)
+    assert source == PATCHED

@@ -214,17 +214,51 @@ def typed(value: Any, expected: str | None) -> Any:
 
 def apply_json_patch(obj: Any, operations: Any) -> Any:
     """``obj`` after the RFC 6902 ``operations`` (a list of op objects); unchanged if a ``test`` fails.
-    Raises ``MutationError`` for a malformed patch or an operation that does not apply."""
+    Raises ``MutationError`` for a malformed patch or an operation that does not apply.
+
+    ``obj`` is never changed: each operation is applied in place to a document whose containers on the
+    operation's paths are fresh copies (``_copy_path``), so what no operation touches stays shared with ``obj``
+    (and is found unchanged by identity when the final patch is made)."""
     if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
         raise MutationError("JSONPatch expression must evaluate to a list of JSONPatch")
-    if not operations:  # the usual answer of a conditional mutation; jsonpatch would deep-copy for nothing
+    if not operations:  # the usual answer of a conditional mutation
         return obj
-    try:  # patched in place on a copy: a JSON round trip copies JSON values several times faster than deepcopy
-        return jsonpatch.JsonPatch(operations).apply(json.loads(json.dumps(obj)), in_place=True)
+    document = _shallow_copy(obj)
+    try:
+        for operation in operations:
+            for pointer in (operation.get("path"), operation.get("from")):
+                if isinstance(pointer, str):
+                    document = _copy_path(document, jsonpatch.JsonPointer(pointer).parts)
+            document = jsonpatch.JsonPatch([operation]).apply(document, in_place=True)
     except jsonpatch.JsonPatchTestFailed:
         return obj
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
         raise MutationError(f"JSON patch could not be applied: {err}") from None
+    return document
+
+
+def _shallow_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return dict(value)
+    return list(value) if isinstance(value, list) else value
+
+
+def _copy_path(document: Any, parts: list[str]) -> Any:
+    """``document`` (already a copy) with each container from it down to the parent of ``parts`` replaced by a
+    shallow copy, as far as the path exists (an operation on a missing path fails in jsonpatch)."""
+    container = document
+    for part in parts[:-1]:
+        key: str | int = part
+        if isinstance(container, list):
+            if not part.isdigit() or int(part) >= len(container):
+                break
+            key = int(part)
+        elif not isinstance(container, dict) or part not in container:
+            break
+        copied = _shallow_copy(container[key])
+        container[key] = copied
+        container = copied
+    return document
 
 
 def merge(current: Any, applied: Any, field_name: str | None = None) -> Any:
