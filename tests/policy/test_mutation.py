@@ -123,7 +123,10 @@ def test_json_patch_is_jsonpatch_make_patch(source: dict[str, Any], target: dict
     assert json_patch(source, target) == jsonpatch.make_patch(source, target).patch
 
 
-PATCHED = {"metadata": {**MANAGED, "labels": {"a": "1"}}, "spec": {"l": [1, {"k": [2]}], "m": {"n": {"o": 1}}}}
+PATCHED: dict[str, Any] = {
+    "metadata": {**MANAGED, "labels": {"a": "1"}},
+    "spec": {"l": [1, {"k": [2]}], "m": {"n": {"o": 1}}},
+}
 
 
 @pytest.mark.parametrize(
@@ -138,7 +141,10 @@ PATCHED = {"metadata": {**MANAGED, "labels": {"a": "1"}}, "spec": {"l": [1, {"k"
             id="a move, then a change inside what moved",
         ),
         pytest.param(
-            [{"op": "copy", "from": "/spec/m", "path": "/spec/y"}, {"op": "replace", "path": "/spec/y/n/o", "value": 5}],
+            [
+                {"op": "copy", "from": "/spec/m", "path": "/spec/y"},
+                {"op": "replace", "path": "/spec/y/n/o", "value": 5},
+            ],
             id="a copy, then a change inside the copy",
         ),
         pytest.param([{"op": "replace", "path": "", "value": {"a": 1}}], id="the whole document replaced"),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.errors import CelEvaluationError, ReviewError
-from webhook.policy.cel import Backend
+from webhook.policy.cel import Backend, Values
 from webhook.policy.matching import Attributes
 from webhook.policy.model import Expression, MatchCondition, Variable
 
@@ -149,7 +149,7 @@ def namespace_object(namespace: Mapping[str, Any] | None) -> dict[str, Any] | No
     return kept
 
 
-class Activation(dict[str, object]):
+class Activation(Values):
     """The CEL variables of one (policy, binding, param) evaluation, values of ``backend``."""
 
     __slots__ = ("backend",)

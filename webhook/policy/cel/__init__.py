@@ -13,6 +13,7 @@ Public API::
     lookups(expression) -> Lookups(kinds, computed)      # the kinds its cluster.get/list calls name
     backend_named(engine) -> Backend                     # an engine's to_cel / to_python (CEL_ENGINES)
     with deadline(seconds): ...                          # bounds the evaluations in the block
+    Values(activation)                                   # an activation that keeps its backend's prepared form
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import datetime
 from collections.abc import Mapping
 
 from webhook.objects import ObjectStore
-from webhook.policy.cel.backend import Backend
+from webhook.policy.cel.backend import Backend, Values
 from webhook.policy.cel.cost import deadline
 from webhook.policy.cel.environment import Environment, Program, backend_named, default_backend
 from webhook.policy.cel.estimate import PER_CALL_LIMIT
@@ -37,6 +38,7 @@ __all__ = [
     "Environment",
     "Lookups",
     "Program",
+    "Values",
     "backend_named",
     "deadline",
     "evaluate",

@@ -13,6 +13,25 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+#: The activation entry of the composited variables, which a backend reads lazily, one variable at a time.
+VARIABLES = "variables"
+
+
+class Values(dict[str, object]):
+    """An activation that keeps what a backend prepared from it for evaluation (``prepared``: cel-cpp's converted
+    activation) across the evaluations that share it. Setting an entry other than ``VARIABLES`` drops it."""
+
+    __slots__ = ("prepared",)
+
+    def __init__(self, values: Mapping[str, object] = {}) -> None:
+        super().__init__(values)
+        self.prepared: object = None
+
+    def __setitem__(self, name: str, value: object) -> None:
+        if name != VARIABLES:
+            self.prepared = None
+        super().__setitem__(name, value)
+
 
 @dataclass(frozen=True)
 class Limits:

@@ -29,15 +29,15 @@ import datetime
 import re
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from cel_expr_python import cel
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
 from webhook.policy.cel import values as shared_values
-from webhook.policy.cel.backend import Backend, Executable, Limits
-from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, extension
+from webhook.policy.cel.backend import VARIABLES, Backend, Executable, Limits, Values
+from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, declarations, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
@@ -75,10 +75,8 @@ _COMPILE_MESSAGES = (
 )
 #: Activations kept per thread (each holds its converted variables and temporaries in a cel-cpp arena).
 _CACHED_ACTIVATIONS = 8
-#: The top-level name of the composited variables, and the function that reads one (``read_variables``).
-VARIABLES = "variables"
+#: The function that reads one composited variable (``read_variables``).
 VARIABLE_READER = "upgrade_gate_variable"
-_MISSING = object()
 #: cel-cpp's optional types (syntax and library), for the expressions that use them (``uses_optionals``): its
 #: planner turns every ``x.orValue(y)`` into an optional step, which breaks the library optionals of
 #: ``format.named`` and ``<Format>.validate`` (messages, ``types.py``) in the other expressions.
@@ -110,14 +108,28 @@ def compile_message(text: str) -> str:
 
 
 class CelExprExecutable:
-    """A checked cel-cpp expression; evaluations share nothing mutable across threads."""
+    """A checked cel-cpp expression; evaluations share nothing mutable across threads. ``calls_python``: it calls
+    a function implemented in Python (a library function, or the reader of ``variables``), so an evaluation
+    carries a cost budget and its activation for them (``BUDGET``, ``ACTIVATION``); an expression that calls
+    none runs in cel-cpp alone, with the request's deadline checked as it starts and ends."""
 
-    __slots__ = ("_backend", "_cost_limit", "_expression", "estimated_cost", "extensions", "result_type")
+    __slots__ = (
+        "_backend",
+        "_cost_limit",
+        "_expression",
+        "calls_python",
+        "estimated_cost",
+        "extensions",
+        "result_type",
+    )
 
-    def __init__(self, backend: CelExprBackend, expression: Any, cost_limit: int | None, checked: FrontEnd) -> None:
+    def __init__(
+        self, backend: CelExprBackend, expression: Any, cost_limit: int | None, checked: FrontEnd, calls_python: bool
+    ) -> None:
         self._backend = backend
         self._expression = expression
         self._cost_limit = cost_limit
+        self.calls_python = calls_python
         self.extensions = checked.extensions
         self.estimated_cost = checked.estimated_cost
         self.result_type: str | None = type_text(str(expression.return_type()))
@@ -125,24 +137,32 @@ class CelExprExecutable:
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
         bound = self._backend.activation(activation)
-        budget = Budget(self._cost_limit)
         check_deadline()
-        token = BUDGET.set(budget)
-        reading = ACTIVATION.set(activation)
-        try:
-            result = self._expression.eval(bound)
-        except RuntimeError as error:  # duplicate map keys, the iteration cap, unimplemented types
-            if _ITERATION_BUDGET in str(error):
-                raise CostLimitExceeded(COST_LIMIT_MESSAGE) from None
-            raise CelEvaluationError(evaluation_message(str(error))) from None
-        finally:
-            ACTIVATION.reset(reading)
-            BUDGET.reset(token)
-            budget.settle()
+        if not self.calls_python:
+            result = self._eval(bound)
+            check_deadline()
+        else:
+            budget = Budget(self._cost_limit)
+            token = BUDGET.set(budget)
+            reading = ACTIVATION.set(activation)
+            try:
+                result = self._eval(bound)
+            finally:
+                ACTIVATION.reset(reading)
+                BUDGET.reset(token)
+                budget.settle()
         value = result.plain_value()
         if type(value) is str and result.type() == cel.Type.ERROR:  # an error's plain value is its text
             raise CelEvaluationError(evaluation_message(value))
         return from_expr(value)
+
+    def _eval(self, bound: Any) -> Any:
+        try:
+            return self._expression.eval(bound)
+        except RuntimeError as error:  # duplicate map keys, the iteration cap, unimplemented types
+            if _ITERATION_BUDGET in str(error):
+                raise CostLimitExceeded(COST_LIMIT_MESSAGE) from None
+            raise CelEvaluationError(evaluation_message(str(error))) from None
 
 
 class FallbackExecutable:
@@ -239,6 +259,8 @@ class CelExprBackend:
         self.signatures = Signatures.of((*declared, *STANDARD, *optional.SYNTAX_OVERLOADS))
         self.types = LibraryTypes(declared)
         self._extension = extension(declared, self.types, tuple(self.namespaces.values()))
+        declared_names = (declaration.name for declaration in declarations(declared, self.types))
+        self._python_functions = frozenset(name.rpartition(".")[2] for name in declared_names)
         self._environments: dict[tuple[frozenset[str], bool], Any] = {}
         self._activations = _Activations()
         self._converted = _Converted()
@@ -296,7 +318,9 @@ class CelExprBackend:
                 expression = environment.compile(read_variables(widened) if VARIABLES in variables else widened)
             except RuntimeError:
                 raise CelCompileError(compile_message(message)) from None
-        return CelExprExecutable(self, expression, limits.cost_limit, checked)
+        calls_python = VARIABLES in variables and VARIABLE_REFERENCE.search(blank_strings(source)) is not None
+        calls_python = calls_python or calls_any(tree, self._python_functions)
+        return CelExprExecutable(self, expression, limits.cost_limit, checked, calls_python)
 
     def type_check(self, source: str, variables: Collection[str], limits: Limits) -> str | None:
         """The result type cel-cpp's type checker gives ``source`` (``type_text``), or the ``CelCompileError``
@@ -310,10 +334,12 @@ class CelExprBackend:
             return None
 
     def activation(self, values: Mapping[str, object]) -> Any:
-        """The ``cel.Activation`` of ``values`` (this backend's CEL values and namespace objects), reused while
-        the same value objects come back (the evaluations of one request with the same params). ``variables``
-        and the namespace objects are not part of it: the functions reading them read the activation the
-        evaluation runs with (``ACTIVATION``)."""
+        """The ``cel.Activation`` of ``values`` (this backend's CEL values and namespace objects): kept by ``values``
+        if it is a ``Values``, and shared while the same value objects come back (the evaluations of one request
+        with the same params). ``variables`` and the namespace objects are not part of it: the functions reading
+        them read the activation the evaluation runs with (``ACTIVATION``)."""
+        if isinstance(values, Values) and values.prepared is not None:
+            return values.prepared
         entries = self._activations.entries
         names, ids = tuple(values), list(map(id, values.values()))
         if VARIABLES in values:
@@ -327,6 +353,8 @@ class CelExprBackend:
                 del entries[next(iter(entries))]
             data = {name: v for name, v in values.items() if name != VARIABLES and not isinstance(v, Namespace)}
             found = entries[key] = (tuple(values.values()), self._environment(frozenset()).Activation(data))
+        if isinstance(values, Values):
+            values.prepared = found[1]
         return found[1]
 
     def _read_variable(self, name: str) -> object:
@@ -336,9 +364,11 @@ class CelExprBackend:
         budget = BUDGET.get()
         if budget is not None and budget.cancelled:  # abandoned, as in LibraryCall
             return None
-        variables = ACTIVATION.get().get(VARIABLES)
-        if not isinstance(variables, Mapping) or (value := variables.get(name, _MISSING)) is _MISSING:
-            raise CelEvaluationError(f"no such key: {name}")
+        variables = cast(Mapping[str, object], ACTIVATION.get().get(VARIABLES))
+        try:
+            value = variables[name]  # a lazy Mapping (None where the activation has none: no such key either)
+        except (KeyError, TypeError):
+            raise CelEvaluationError(f"no such key: {name}") from None
         if isinstance(value, BaseException):
             raise value
         if isinstance(value, _SCALARS):
@@ -401,6 +431,17 @@ def dyn_operands(source: str, tree: Node) -> str:
         inserts[start] = inserts.get(start, "") + "dyn("
         inserts[end] = ")" + inserts.get(end, "")
     return "".join(inserts.get(i, "") + char for i, char in enumerate(source)) + inserts.get(len(source), "")
+
+
+def calls_any(tree: Node, names: Collection[str]) -> bool:
+    """Whether ``tree`` calls a function of one of ``names`` (bare names: ``list`` for ``cluster.list``), as a global
+    or member function."""
+    for node in tree.iter_subtrees():
+        if node.data == "ident_arg" and str(node.children[0]) in names:
+            return True
+        if node.data == "member_dot_arg" and str(node.children[1]) in names:
+            return True
+    return False
 
 
 def read_variables(source: str) -> str:

@@ -140,9 +140,12 @@ def _mapping(value: Mapping[object, object], types: LibraryTypes) -> object:
     return value if converted is None else converted
 
 
+_PLAIN = (str, int, float, type(None))
+
+
 def from_expr(value: Any) -> object:
     """A plain value from cel-expr-python (``Value.plain_value()``) as a CEL value of this backend."""
-    if isinstance(value, str | int | float | type(None)):
+    if isinstance(value, _PLAIN):
         return value
     if isinstance(value, list):
         return [from_expr(item) for item in value]
