@@ -17,8 +17,6 @@ Bounds (gunicorn's own, plus some here):
   handshake until its first request arrives; it is closed after ``keepalive_s`` silent (gunicorn's pending
   connections, which gunicorn itself parks only after 5 s in a thread); a kept-alive one is closed after
   ``keepalive_s`` idle;
-- here: a response goes out in one write (``Gathered``): gunicorn writes the status and headers, then the body,
-  each its own TLS record and system call, which on a kept-alive connection costs a second send per call;
 - here: every blocking read and write of a connection, the TLS handshake included, times out after
   ``io_timeout_s`` of silence (``timed`` socket classes), so a client that stalls inside a handshake, a header
   or a body frees its thread. gunicorn would wait forever there (it makes the socket blocking without a
@@ -100,34 +98,6 @@ def timed(base: type[S], seconds: float, metrics: Metrics) -> type[S]:
     return Timed
 
 
-class Gathered:
-    """A connection's socket during one response: ``sendall`` keeps what it is given (at most ``LIMIT`` bytes, then
-    it sends), and ``flush`` sends it in one write. Every other attribute is the socket's, reached after a flush, so
-    what gunicorn sends otherwise (``100 Continue``, a file, a shutdown) keeps its order."""
-
-    __slots__ = ("_kept", "_socket")
-    LIMIT = 64 * 1024
-
-    def __init__(self, connection: socket.socket) -> None:
-        self._socket = connection
-        self._kept = bytearray()
-
-    def sendall(self, data: Any, flags: int = 0) -> None:
-        self._kept += data
-        if len(self._kept) >= self.LIMIT:
-            self.flush()
-
-    def flush(self) -> None:
-        """Send what was kept."""
-        if self._kept:
-            data, self._kept = bytes(self._kept), bytearray()
-            self._socket.sendall(data)
-
-    def __getattr__(self, name: str) -> Any:
-        self.flush()
-        return getattr(self._socket, name)
-
-
 def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker]:
     """gunicorn's ``ThreadWorker`` whose connections wait in the poller, not in a thread, until they have something
     to read, time out after ``io_timeout_s`` without progress, and report their counts to ``metrics`` (see the module
@@ -193,16 +163,6 @@ def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker
                     conn.data_ready = False
                     return DEFER
             return super().handle(conn)
-
-        def handle_request(self, req: Any, conn: Any) -> bool:
-            """gunicorn's, with the response written through ``Gathered``: one write per response."""
-            connection = conn.sock
-            conn.sock = gathered = Gathered(connection)
-            try:
-                return bool(super().handle_request(req, conn))
-            finally:
-                conn.sock = connection
-                gathered.flush()
 
         def init_process(self) -> None:
             context = self.cfg.ssl_context
