@@ -227,7 +227,15 @@ def parse_loose_version(text: str) -> semver.Version:
     ``v1`` → 1.0.0, ``v1.2`` → 1.2.0, ``2.7.0-rc.1+b`` → 2.7.0-rc.1+b. Raises ``InvalidVersion`` with the reason
     alone: ``want <LOOSE_FORM>``, ``a number is beyond uint64`` or ``prerelease id "01" has a leading zero``.
     """
-    match = _LOOSE_RE.fullmatch(text) if isinstance(text, str) else None
+    if not isinstance(text, str):
+        raise InvalidVersion(f"want {LOOSE_FORM}")
+    return _parse_loose(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_loose(text: str) -> semver.Version:
+    """``parse_loose_version`` of a string, kept per text (``semver.Version`` is immutable)."""
+    match = _LOOSE_RE.fullmatch(text)
     if match is None:
         raise InvalidVersion(f"want {LOOSE_FORM}")
     numbers = [int(part or "0") for part in match.group(1, 2, 3)]

@@ -81,7 +81,10 @@ class Namespace:
 def plain(value: Any) -> Any:
     """``value`` with CEL maps, lists and strings as plain ``dict``, ``list`` and ``str``, for implementations
     over JSON-shaped Python (cel-python's map type raises on ``get`` of a missing key)."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind is str or kind is bool or kind is int or value is None:  # the common leaves, without an ABC check
+        return value
+    if kind is dict or isinstance(value, Mapping):
         return {str(key): plain(item) for key, item in value.items()}
     if isinstance(value, list):
         return [plain(item) for item in value]
