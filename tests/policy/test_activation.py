@@ -1,12 +1,18 @@
-"""Param objects are converted to CEL once per stored object, across requests (``ParamValues``)."""
+"""Param objects are converted to CEL once per stored object, across requests (``ParamValues``); an activation
+lives as long as its evaluations."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
-from webhook.policy.activation import ParamValues
-from webhook.policy.cel import backend_named
-from webhook.settings import DEFAULT_CEL_ENGINE
+import pytest
+
+from webhook.policy.activation import Activation, ParamValues, bind_variables
+from webhook.policy.cel import Environment, backend_named
+from webhook.policy.model import Expression, Variable
+from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
 
 
 class Counting:
@@ -39,3 +45,22 @@ def test_the_cache_starts_over_when_full() -> None:
         params.get(param)
     params.get(stored[0])
     assert len(backend.converted) == ParamValues.MAX_PARAMS + 2
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+def test_an_activation_is_freed_when_its_evaluations_end_not_at_the_next_collection(engine: str) -> None:
+    backend = backend_named(engine)
+    names = ("object", "variables")
+    environment = Environment(names, backend=backend)
+    variables = (Variable("name", Expression("object.metadata.name", environment.compile("object.metadata.name"))),)
+    check = environment.compile("variables.name == 'a'")
+    values = Activation({"object": backend.to_cel({"metadata": {"name": "a"}})}, backend)
+    bind_variables(values, variables)
+    assert backend.to_python(check.evaluate(values)) is True
+    freed = weakref.ref(values)
+    gc.disable()
+    try:
+        del values
+        assert freed() is None
+    finally:
+        gc.enable()

@@ -10,6 +10,7 @@ Follows ``k8s.io/apiserver/pkg/admission/plugin/cel/activation.go`` and ``compos
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -176,15 +177,20 @@ class LazyVariables(Mapping[str, object]):
 
     def __init__(self, variables: tuple[Variable, ...], activation: Activation) -> None:
         self._expressions = {variable.name: variable.expression for variable in variables}
-        self._activation = activation
+        # weakly: the activation holds this mapping, and a cycle would keep both, and cel-cpp's converted values of
+        # the activation (``Values.prepared``), until the next garbage collection
+        self._activation = weakref.ref(activation)
         self._values: dict[str, object] = {}
 
     def __getitem__(self, name: str) -> object:
         if name not in self._values:
             expression = self._expressions[name]  # KeyError for an unknown name: the checker rejects those
-            value, error = evaluate(expression, self._activation)
+            activation = self._activation()
+            if activation is None:  # pragma: no cover - read only while an evaluation holds the activation
+                raise KeyError(name)
+            value, error = evaluate(expression, activation)
             if error is not None:
-                value = self._activation.backend.error_value(f'composited variable "{name}" fails to evaluate: {error}')
+                value = activation.backend.error_value(f'composited variable "{name}" fails to evaluate: {error}')
             self._values[name] = value
         return self._values[name]
 

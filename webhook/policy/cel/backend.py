@@ -21,7 +21,7 @@ class Values(dict[str, object]):
     """An activation that keeps what a backend prepared from it for evaluation (``prepared``: cel-cpp's converted
     activation) across the evaluations that share it. Setting an entry other than ``VARIABLES`` drops it."""
 
-    __slots__ = ("prepared",)
+    __slots__ = ("__weakref__", "prepared")
 
     def __init__(self, values: Mapping[str, object] = {}) -> None:
         super().__init__(values)
