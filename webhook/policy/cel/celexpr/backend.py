@@ -6,22 +6,22 @@ type checker, in one cel-cpp environment per set of declared variables (all ``dy
 from ``functions.extension``). cel-cpp's compile ``RuntimeError`` (``INVALID_ARGUMENT: ERROR: <input>:1:5:
 found no matching overload ...``) becomes ``CelCompileError`` ``1:5: found no matching overload ...``.
 
-Evaluate: one ``cel.Activation`` per distinct activation apart from ``variables`` (cached per thread by the
-identity of its values, so the evaluation tuples of one request that share params share one conversion of
-``object``; CEL values are never mutated). The per-request namespaces (``clock``, ``cluster``) and ``variables``
-(a lazy mapping, read through the function that ``variables.<name>`` compiles to, ``read_variables``) are read
-by their functions from the activation the evaluation runs with (``functions.ACTIVATION``). Errors come back as ERROR
-values or, for a few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording where one is
-known (``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation (``Iteration budget
-exceeded``) and the library calls' cost (``cost.library_call_cost`` against ``Limits.cost_limit``) both end in
-``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps are not counted. The request's
-deadline is checked as each evaluation starts and ends and in every library call (``cost.Budget``): cel-cpp
-turns the ``DeadlineExceeded`` a library call raises into an error value, and ``Budget.settle`` raises it again.
-The parser nests at most 32 levels (its fixed limit; cel-go's, and ours, is 250): a deeper expression is compiled
-and evaluated by the fallback backend, cel-python (``FallbackExecutable``). Where cel-cpp's checker refuses what
-cel-go accepts (ordering between int, uint and double; ``string(cidr)``), the operands are made ``dyn`` and
-compiled again (``dyn_operands``).
-"""
+Evaluate: one ``cel.Activation`` per distinct activation apart from ``variables`` (kept by a ``Values`` activation,
+and cached per thread by the identity of its values, so the evaluation tuples of one request that share params share
+one conversion of ``object``; CEL values are never mutated). An expression that calls no Python function
+(``calls_python``) runs without a budget or context. The per-request namespaces (``clock``, ``cluster``) and
+``variables`` (a lazy mapping, read through the function that ``variables.<name>`` compiles to, ``read_variables``)
+are read by their functions from the activation the evaluation runs with (``functions.ACTIVATION``). Errors come
+back as ERROR values or, for a few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording
+where one is known (``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation
+(``Iteration budget exceeded``) and the library calls' cost (``cost.library_call_cost`` against
+``Limits.cost_limit``) both end in ``CostLimitExceeded`` with the cel-python budget's message; cel-cpp's own steps
+are not counted. The request's deadline is checked as each evaluation starts and ends and in every library call
+(``cost.Budget``): cel-cpp turns the ``DeadlineExceeded`` a library call raises into an error value, and
+``Budget.settle`` raises it again. The parser nests at most 32 levels (its fixed limit; cel-go's, and ours, is 250):
+a deeper expression is compiled and evaluated by the fallback backend, cel-python (``FallbackExecutable``). Where
+cel-cpp's checker refuses what cel-go accepts (ordering between int, uint and double; ``string(cidr)``), the
+operands are made ``dyn`` and compiled again (``dyn_operands``)."""
 
 from __future__ import annotations
 
