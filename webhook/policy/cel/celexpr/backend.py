@@ -307,8 +307,9 @@ class CelExprBackend:
         checked = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
         tree = checked.tree
         environment = self._environment(frozenset(variables), uses_optionals(tree))
+        readable = read_variables(source) if VARIABLES in variables else source
         try:
-            expression = environment.compile(read_variables(source) if VARIABLES in variables else source)
+            expression = environment.compile(readable)
         except RuntimeError as error:
             message = str(error)
             widened = dyn_operands(source, tree) if any(p.search(message) for p in _CEL_CPP_ONLY[1:]) else source
@@ -318,8 +319,7 @@ class CelExprBackend:
                 expression = environment.compile(read_variables(widened) if VARIABLES in variables else widened)
             except RuntimeError:
                 raise CelCompileError(compile_message(message)) from None
-        calls_python = VARIABLES in variables and VARIABLE_REFERENCE.search(blank_strings(source)) is not None
-        calls_python = calls_python or calls_any(tree, self._python_functions)
+        calls_python = readable != source or calls_any(tree, self._python_functions)  # variables read, or a call
         return CelExprExecutable(self, expression, limits.cost_limit, checked, calls_python)
 
     def type_check(self, source: str, variables: Collection[str], limits: Limits) -> str | None:
