@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 
 from webhook.policy.cel import Environment, Program, backend_named
 
@@ -15,7 +16,7 @@ PROGRAMS_KEPT = 4096
 
 class CelCompiler:
     """Compiles CEL text on the backend called ``engine`` (``ENGINES``) with the environment declaring exactly
-    the given top-level variables.
+    the given top-level variables (and the programs of the composited variables).
 
     Environments are built on first use and kept; so are the last ``PROGRAMS_KEPT`` programs compiled, which are
     immutable and evaluate concurrently, by text and variables. Raises ``webhook.errors.CelCompileError``
@@ -25,12 +26,17 @@ class CelCompiler:
     def __init__(self, engine: str) -> None:
         self._backend = backend_named(engine)
         self._environments: dict[frozenset[str], Environment] = {}
-        self._programs: OrderedDict[tuple[frozenset[str], str], Program] = OrderedDict()
+        self._programs: OrderedDict[tuple[frozenset[str], str, tuple[tuple[str, Program], ...]], Program] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
 
-    def __call__(self, text: str, variables: frozenset[str]) -> Program:
-        """Compile ``text`` for ``variables`` (or return the program compiled before)."""
-        key = (variables, text)
+    def __call__(
+        self, text: str, variables: frozenset[str], definitions: Mapping[str, Program] | None = None
+    ) -> Program:
+        """Compile ``text`` for ``variables`` and the composited variables ``definitions`` (or return the program
+        compiled before for the same three)."""
+        key = (variables, text, tuple((definitions or {}).items()))
         with self._lock:
             program = self._programs.get(key)
             if program is not None:
@@ -39,7 +45,7 @@ class CelCompiler:
             environment = self._environments.get(variables)
             if environment is None:
                 environment = self._environments[variables] = Environment(variables, backend=self._backend)
-        program = environment.compile(text)
+        program = environment.compile(text, definitions)
         with self._lock:
             self._programs[key] = program
             if len(self._programs) > PROGRAMS_KEPT:

@@ -10,7 +10,7 @@ Unknown fields and repeated keys are problems, as with ``kubectl apply`` (strict
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,8 +29,11 @@ class Compiler(Protocol):
     Raises ``webhook.errors.CelCompileError`` whose message quotes the ``line:column`` of the problem.
     """
 
-    def __call__(self, text: str, variables: frozenset[str]) -> Program:
-        """Compile ``text``."""
+    def __call__(
+        self, text: str, variables: frozenset[str], definitions: Mapping[str, Program] | None = None
+    ) -> Program:
+        """Compile ``text``; ``definitions``: the programs of the composited variables it may read, by name in
+        declaration order."""
         ...
 
 
@@ -178,14 +181,15 @@ class FieldReader:
         at: At,
         key: str,
         variables: frozenset[str],
-        defined: Sequence[str] = (),
+        defined: Mapping[str, Program | None] | None = None,
         *,
         missing: str = "",
         rewrite: Callable[[str], Rewritten] | None = None,
         result: tuple[str, ...] = (),
     ) -> Expression | None:
         """Compile the CEL expression ``mapping[key]`` for ``variables``; ``defined`` are the names
-        ``variables.<name>`` may use. Empty → ``Required value: <missing>``; a compile error →
+        ``variables.<name>`` may use, in declaration order, with their programs (``None`` for one that failed).
+        Empty → ``Required value: <missing>``; a compile error →
         ``Invalid value: <expr>: compilation failed: <error>`` placed at the error's column in the file.
         ``rewrite`` turns the written text into the text compiled; error positions are mapped back.
         ``result``: the types the checked result must have (the apiserver's ``must evaluate to bool but got
@@ -199,9 +203,11 @@ class FieldReader:
             return None
         rewritten = rewrite(text) if rewrite else None
         try:
-            error = undefined_variable(text, defined) if "variables" in variables else None
+            defined = defined or {}
+            error = undefined_variable(text, list(defined)) if "variables" in variables else None
             if error is None:
-                program = self.compiler(rewritten.text if rewritten else text, variables)
+                definitions = {name: program for name, program in defined.items() if program is not None}
+                program = self.compiler(rewritten.text if rewritten else text, variables, definitions)
                 wrong = _wrong_result(text, program.result_type, result)
                 if wrong is None:
                     return Expression(text, program)

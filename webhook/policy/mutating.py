@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from webhook.policy import apivalidation as api
 from webhook.policy import model
+from webhook.policy.cel import Program
 from webhook.policy.documents import MarkedMap
 from webhook.policy.fields import At, FieldReader
 from webhook.policy.initializers import rewrite_initializers
@@ -39,7 +41,7 @@ def mutating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -> 
     reader.mapping(spec, at, _MAP_SPEC)
     param_kind = read_param_kind(reader, spec, at)
     variables = read_variables(reader, spec, at, policy_variables(param_kind, EXPRESSION_VARIABLES))
-    defined = [v.name for v in variables]
+    defined = {v.name: v.expression.program for v in variables}
     mutations = []
     for item, item_at in reader.items(spec, at, "mutations"):
         mutation = _mutation(reader, item, item_at, policy_variables(param_kind, EXPRESSION_VARIABLES), defined)
@@ -62,7 +64,7 @@ def mutating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -> 
 
 
 def _mutation(
-    reader: FieldReader, item: Any, at: At, variables: frozenset[str], defined: list[str]
+    reader: FieldReader, item: Any, at: At, variables: frozenset[str], defined: Mapping[str, Program | None]
 ) -> model.Mutation | None:
     mapping = reader.mapping(item, at, frozenset({"patchType", *_PATCH_FIELDS.values()}))
     if mapping is None:

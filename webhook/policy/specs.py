@@ -12,6 +12,7 @@ from webhook.errors import InputError
 from webhook.objects import LabelSelector
 from webhook.policy import apivalidation as api
 from webhook.policy import model
+from webhook.policy.cel import Program
 from webhook.policy.documents import MarkedMap, plain
 from webhook.policy.fields import At, FieldReader
 
@@ -238,7 +239,7 @@ def read_variables(
     reader: FieldReader, spec: MarkedMap, at: At, variables: frozenset[str]
 ) -> tuple[model.Variable, ...]:
     found: list[model.Variable] = []
-    names: list[str] = []
+    names: dict[str, Program | None] = {}
     for item, item_at in reader.items(spec, at, "variables"):
         mapping = reader.mapping(item, item_at, frozenset({"name", "expression"}))
         if mapping is None:
@@ -254,7 +255,7 @@ def read_variables(
         expression = reader.expression(
             mapping, item_at, "expression", variables, names, missing="expression is not specified"
         )
-        names.append(name)
+        names[name] = expression.program if expression is not None else None
         if expression is not None:
             found.append(model.Variable(name, expression))
     return tuple(found)

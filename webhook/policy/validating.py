@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from webhook.policy import apivalidation as api
 from webhook.policy import model
+from webhook.policy.cel import Program
 from webhook.policy.documents import MarkedMap
 from webhook.policy.fields import At, FieldReader
 from webhook.policy.specs import (
@@ -43,7 +45,7 @@ def validating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -
     reader.mapping(spec, at, _VAP_SPEC)
     param_kind = read_param_kind(reader, spec, at)
     variables = tuple(read_variables(reader, spec, at, policy_variables(param_kind, EXPRESSION_VARIABLES)))
-    defined = [v.name for v in variables]
+    defined = {v.name: v.expression.program for v in variables}
     validations = []
     for item, item_at in reader.items(spec, at, "validations"):
         validation = _validation(reader, item, item_at, param_kind, defined)
@@ -71,7 +73,7 @@ def validating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -
 
 
 def _validation(
-    reader: FieldReader, item: Any, at: At, param_kind: model.ParamKind | None, defined: list[str]
+    reader: FieldReader, item: Any, at: At, param_kind: model.ParamKind | None, defined: Mapping[str, Program | None]
 ) -> model.Validation | None:
     mapping = reader.mapping(item, at, frozenset({"expression", "message", "messageExpression", "reason"}))
     if mapping is None:
@@ -112,7 +114,7 @@ def _audit_annotations(
     spec: MarkedMap,
     at: At,
     param_kind: model.ParamKind | None,
-    defined: list[str],
+    defined: Mapping[str, Program | None],
 ) -> tuple[model.AuditAnnotation, ...]:
     found, keys = [], set()
     items = list(reader.items(spec, at, "auditAnnotations"))

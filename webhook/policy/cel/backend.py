@@ -67,8 +67,17 @@ class Executable(Protocol):
 class Backend(Protocol):
     """Compiles CEL source against declared variable names."""
 
-    def compile(self, source: str, variables: Collection[str], limits: Limits) -> Executable:
-        """An ``Executable``; raises ``CelCompileError`` (``<line>:<column>: ...``) only."""
+    def compile(
+        self,
+        source: str,
+        variables: Collection[str],
+        limits: Limits,
+        definitions: Mapping[str, Executable] | None = None,
+    ) -> Executable:
+        """An ``Executable``; raises ``CelCompileError`` (``<line>:<column>: ...``) only. ``definitions``: the
+        compiled composited variables ``variables.<name>`` may read, by name in declaration order (a backend may
+        use them to evaluate such reads faster; they are evaluated from the activation's ``variables`` all the
+        same)."""
         ...
 
     def to_cel(self, value: object) -> object:

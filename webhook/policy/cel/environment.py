@@ -113,10 +113,12 @@ class Environment:
         self.limits = Limits(cost_limit, max_expression_length, max_nesting)
         self._backend = backend or default_backend()
 
-    def compile(self, expression: str) -> Program:
+    def compile(self, expression: str, definitions: Mapping[str, Program] | None = None) -> Program:
         """A ``Program``; raises ``webhook.errors.CelCompileError`` (``<line>:<column>: <message>``) for a
         syntax error, an undeclared variable or function, a wrong number of arguments, an invalid regex,
         duration or timestamp literal, a heterogeneous list or map literal, or an expression over the size or
-        nesting limits.
+        nesting limits. ``definitions``: the programs of the composited variables ``variables.<name>`` may read,
+        by name in declaration order (see ``Backend.compile``).
         """
-        return Program(expression, self._backend.compile(expression, self.variables, self.limits))
+        executables = {name: program._executable for name, program in (definitions or {}).items()}
+        return Program(expression, self._backend.compile(expression, self.variables, self.limits, executables))

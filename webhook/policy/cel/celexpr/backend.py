@@ -10,8 +10,10 @@ Evaluate: one ``cel.Activation`` per distinct activation apart from ``variables`
 and cached per thread by the identity of its values, so the evaluation tuples of one request that share params share
 one conversion of ``object``; CEL values are never mutated). An expression that calls no Python function
 (``calls_python``) runs without a budget or context. The per-request namespaces (``clock``, ``cluster``) and
-``variables`` (a lazy mapping, read through the function that ``variables.<name>`` compiles to, ``read_variables``)
-are read by their functions from the activation the evaluation runs with (``functions.ACTIVATION``). Errors come
+``variables`` (a lazy mapping, read through the function that ``variables.<name>`` compiles to,
+``composition.read_variables``) are read by their functions from the activation the evaluation runs with
+(``functions.ACTIVATION``); a variable that calls no Python function and does not iterate is bound in cel-cpp
+instead, in each expression that reads it (``composition.bound_variables``). Errors come
 back as ERROR values or, for a few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording
 where one is known (``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation
 (``Iteration budget exceeded``) and the library calls' cost (``cost.library_call_cost`` against
@@ -25,6 +27,7 @@ operands are made ``dyn`` and compiled again (``dyn_operands``)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import re
 import threading
@@ -32,11 +35,13 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from cel_expr_python import cel
+from cel_expr_python.ext.ext_bindings import ExtBindings
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
 from webhook.policy.cel import values as shared_values
 from webhook.policy.cel.backend import VARIABLES, Backend, Executable, Limits, Values
+from webhook.policy.cel.celexpr.composition import VARIABLE_READER, bound_variables, read_names, read_variables
 from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, declarations, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
@@ -46,7 +51,6 @@ from webhook.policy.cel.frontend.standard import STANDARD
 from webhook.policy.cel.frontend.tree import Node
 from webhook.policy.cel.libraries import optional
 from webhook.policy.cel.libraries.registry import Namespace, Overload
-from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
 
 _STATUS = re.compile(r"^[A-Z_]+: ")
 _COMPILE_ERROR = re.compile(r"ERROR: <input>:(-?\d+):(-?\d+): ([^\n]*)")
@@ -75,12 +79,14 @@ _COMPILE_MESSAGES = (
 )
 #: Activations kept per thread (each holds its converted variables and temporaries in a cel-cpp arena).
 _CACHED_ACTIVATIONS = 8
-#: The function that reads one composited variable (``read_variables``).
-VARIABLE_READER = "upgrade_gate_variable"
 #: cel-cpp's optional types (syntax and library), for the expressions that use them (``uses_optionals``): its
 #: planner turns every ``x.orValue(y)`` into an optional step, which breaks the library optionals of
 #: ``format.named`` and ``<Format>.validate`` (messages, ``types.py``) in the other expressions.
 _OPTIONALS = cel.NewEnvConfigFromYaml("extensions:\n  - name: optional\n")
+#: The comprehension macros. A variable bound in cel-cpp (``composition``) is evaluated once per expression that reads
+#: it instead of once per evaluation tuple, which costs less than the reader's calls into Python unless it iterates:
+#: a variable whose expression uses one of these stays read from Python.
+_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 
 
 def evaluation_message(text: str) -> str:
@@ -109,56 +115,101 @@ def compile_message(text: str) -> str:
 
 class CelExprExecutable:
     """A checked cel-cpp expression; evaluations share nothing mutable across threads. ``calls_python``: it calls
-    a function implemented in Python (a library function, or the reader of ``variables``), so an evaluation
-    carries a cost budget and its activation for them (``BUDGET``, ``ACTIVATION``); an expression that calls
-    none runs in cel-cpp alone, with the request's deadline checked as it starts and ends."""
+    a function implemented in Python (a library function, ``calls_library``, or the reader of ``variables``), so
+    an evaluation carries a cost budget and its activation for them (``BUDGET``, ``ACTIVATION``); an expression
+    that calls none runs in cel-cpp alone, with the request's deadline checked as it starts and ends.
+
+    ``source``: the text compiled; ``optionals``: it uses cel-cpp's optional types; ``iterates``: it uses a
+    comprehension macro. ``bound``: the same expression
+    with the variables it reads that call no Python function bound in cel-cpp (``composition.bound_variables``),
+    or ``None``; it is evaluated first, and an evaluation of it that fails is done again as written, for the
+    apiserver's text of a failing variable."""
 
     __slots__ = (
         "_backend",
+        "_bound",
+        "_bound_calls_python",
         "_cost_limit",
         "_expression",
+        "calls_library",
         "calls_python",
         "estimated_cost",
         "extensions",
+        "iterates",
+        "optionals",
         "result_type",
+        "source",
     )
 
     def __init__(
-        self, backend: CelExprBackend, expression: Any, cost_limit: int | None, checked: FrontEnd, calls_python: bool
+        self,
+        backend: CelExprBackend,
+        source: str,
+        expression: Any,
+        checked: FrontEnd,
+        limits: Limits,
+        *,
+        calls_library: bool,
+        reads_variables: bool,
+        optionals: bool,
+        iterates: bool,
     ) -> None:
         self._backend = backend
+        self.source = source
         self._expression = expression
-        self._cost_limit = cost_limit
-        self.calls_python = calls_python
+        self._cost_limit = limits.cost_limit
+        self.calls_library = calls_library
+        self.calls_python = calls_library or reads_variables
+        self.optionals = optionals
+        self.iterates = iterates
         self.extensions = checked.extensions
         self.estimated_cost = checked.estimated_cost
         self.result_type: str | None = type_text(str(expression.return_type()))
+        self._bound: Any = None
+        self._bound_calls_python = False
+
+    def bind(self, expression: Any, source: str) -> None:
+        """Evaluate ``expression``, compiled from ``source`` (see the class), first."""
+        self._bound = expression
+        self._bound_calls_python = self.calls_library or VARIABLE_READER in source
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
         bound = self._backend.activation(activation)
         check_deadline()
-        if not self.calls_python:
-            result = self._eval(bound)
-            check_deadline()
-        else:
-            budget = Budget(self._cost_limit)
-            token = BUDGET.set(budget)
-            reading = ACTIVATION.set(activation)
+        if self._bound is not None:
             try:
-                result = self._eval(bound)
-            finally:
-                ACTIVATION.reset(reading)
-                BUDGET.reset(token)
-                budget.settle()
+                return self._result(self._run(self._bound, self._bound_calls_python, bound, activation))
+            except CelEvaluationError:
+                pass  # again as written: a failing variable's error reads as the apiserver words it
+        return self._result(self._run(self._expression, self.calls_python, bound, activation))
+
+    def _run(self, expression: Any, calls_python: bool, bound: Any, activation: Mapping[str, object]) -> Any:
+        if not calls_python:
+            result = self._eval(expression, bound)
+            check_deadline()
+            return result
+        budget = Budget(self._cost_limit)
+        token = BUDGET.set(budget)
+        reading = ACTIVATION.set(activation)
+        try:
+            return self._eval(expression, bound)
+        finally:
+            ACTIVATION.reset(reading)
+            BUDGET.reset(token)
+            budget.settle()
+
+    @staticmethod
+    def _result(result: Any) -> object:
         value = result.plain_value()
         if type(value) is str and result.type() == cel.Type.ERROR:  # an error's plain value is its text
             raise CelEvaluationError(evaluation_message(value))
         return from_expr(value)
 
-    def _eval(self, bound: Any) -> Any:
+    @staticmethod
+    def _eval(expression: Any, bound: Any) -> Any:
         try:
-            return self._expression.eval(bound)
+            return expression.eval(bound)
         except RuntimeError as error:  # duplicate map keys, the iteration cap, unimplemented types
             if _ITERATION_BUDGET in str(error):
                 raise CostLimitExceeded(COST_LIMIT_MESSAGE) from None
@@ -276,17 +327,24 @@ class CelExprBackend:
                 self.types.pool,
                 **({"config": _OPTIONALS} if optionals else {}),
                 variables=dict.fromkeys(sorted(variables - {VARIABLES}), cel.Type.DYN),
-                extensions=[self._extension, self._variables],
+                extensions=[self._extension, self._variables, ExtBindings()],
             )
         return environment
 
-    def compile(self, source: str, variables: Collection[str], limits: Limits) -> Executable:
+    def compile(
+        self,
+        source: str,
+        variables: Collection[str],
+        limits: Limits,
+        definitions: Mapping[str, Executable] | None = None,
+    ) -> Executable:
         """See ``backend.Backend.compile``. ``variables.<name>`` compiles to a call of the activation's variable
-        reader (``read_variables``), so each variable is read, and evaluated, only when an expression needs it.
-        An expression nested deeper than cel-cpp's parser allows (32) is compiled by the fallback backend, if
-        any (``FallbackExecutable``)."""
+        reader (``composition.read_variables``), so each variable is read, and evaluated, only when an expression
+        needs it; the variables among ``definitions`` that call no Python function are also bound in cel-cpp
+        (``CelExprExecutable``). An expression nested deeper than cel-cpp's parser allows (32) is compiled by the
+        fallback backend, if any (``FallbackExecutable``)."""
         try:
-            return self._compile(source, variables, limits)
+            return self._compile(source, variables, limits, definitions)
         except CelCompileError as error:
             if self._fallback is None or not _CEL_CPP_ONLY[0].search(str(error)):
                 raise
@@ -303,24 +361,54 @@ class CelExprBackend:
             return _FallbackVariables(self, value)
         return shared_values.normalise(_from_messages(value, self.types))
 
-    def _compile(self, source: str, variables: Collection[str], limits: Limits) -> CelExprExecutable:
+    def _compile(
+        self,
+        source: str,
+        variables: Collection[str],
+        limits: Limits,
+        definitions: Mapping[str, Executable] | None = None,
+    ) -> CelExprExecutable:
         checked = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
         tree = checked.tree
-        environment = self._environment(frozenset(variables), uses_optionals(tree))
-        readable = read_variables(source) if VARIABLES in variables else source
+        optionals = uses_optionals(tree)
+        environment = self._environment(frozenset(variables), optionals)
+        reads = VARIABLES in variables
+        compiled = source
         try:
-            expression = environment.compile(readable)
+            expression = environment.compile(read_variables(source) if reads else source)
         except RuntimeError as error:
             message = str(error)
-            widened = dyn_operands(source, tree) if any(p.search(message) for p in _CEL_CPP_ONLY[1:]) else source
-            if widened == source:
+            compiled = dyn_operands(source, tree) if any(p.search(message) for p in _CEL_CPP_ONLY[1:]) else source
+            if compiled == source:
                 raise CelCompileError(compile_message(message)) from None
             try:  # cel-go accepts it: retry with the operands cel-cpp refuses made dyn
-                expression = environment.compile(read_variables(widened) if VARIABLES in variables else widened)
+                expression = environment.compile(read_variables(compiled) if reads else compiled)
             except RuntimeError:
                 raise CelCompileError(compile_message(message)) from None
-        calls_python = readable != source or calls_any(tree, self._python_functions)  # variables read, or a call
-        return CelExprExecutable(self, expression, limits.cost_limit, checked, calls_python)
+        executable = CelExprExecutable(
+            self,
+            compiled,
+            expression,
+            checked,
+            limits,
+            calls_library=calls_any(tree, self._python_functions),
+            reads_variables=reads and bool(read_names(compiled)),
+            optionals=optionals,
+            iterates=calls_any(tree, _COMPREHENSIONS),
+        )
+        bindable = {
+            name: definition.source
+            for name, definition in (definitions or {}).items()
+            if isinstance(definition, CelExprExecutable)
+            and not definition.calls_library
+            and definition.optionals == optionals
+            and not definition.iterates
+        }
+        bound_source = bound_variables(compiled, bindable) if reads and bindable else None
+        if bound_source is not None:
+            with contextlib.suppress(RuntimeError):  # deeper than cel-cpp's parser takes: read them all from Python
+                executable.bind(environment.compile(bound_source), bound_source)
+        return executable
 
     def type_check(self, source: str, variables: Collection[str], limits: Limits) -> str | None:
         """The result type cel-cpp's type checker gives ``source`` (``type_text``), or the ``CelCompileError``
@@ -442,18 +530,3 @@ def calls_any(tree: Node, names: Collection[str]) -> bool:
         if node.data == "member_dot_arg" and str(node.children[1]) in names:
             return True
     return False
-
-
-def read_variables(source: str) -> str:
-    """``source`` with each ``variables.<name>`` (outside string literals) as ``VARIABLE_READER("<name>")``.
-
-    cel-cpp activations take complete values only; a call lets ``variables`` stay lazy, as the apiserver's
-    composited activation is. The rewrite keeps everything else, so ``has(variables.x.y)`` still works;
-    ``has(variables.x)`` alone becomes a compile error (has() needs a field selection).
-    """
-    code = blank_strings(source)
-    parts, end = [], 0
-    for found in VARIABLE_REFERENCE.finditer(code):
-        parts += [source[end : found.start()], f'{VARIABLE_READER}("{found.group(1)}")']
-        end = found.end()
-    return "".join(parts) + source[end:]

@@ -16,7 +16,7 @@ from celpy.evaluation import Activation, CELEvalError, Evaluator, base_functions
 
 from webhook.errors import CelError, CelEvaluationError
 from webhook.policy.cel import values
-from webhook.policy.cel.backend import Limits
+from webhook.policy.cel.backend import Executable, Limits
 from webhook.policy.cel.celpython.evaluator import Scope
 from webhook.policy.cel.celpython.functions import dispatch_tables
 from webhook.policy.cel.celpython.operators import OPERATORS
@@ -147,7 +147,13 @@ class CelPythonBackend:
         self.namespaces: dict[str, Namespace] = {namespace.name: namespace for namespace in namespaces}
         self.signatures = Signatures.of(declared)
 
-    def compile(self, source: str, variables: Collection[str], limits: Limits) -> CelPythonExecutable:
+    def compile(
+        self,
+        source: str,
+        variables: Collection[str],
+        limits: Limits,
+        definitions: Mapping[str, Executable] | None = None,
+    ) -> CelPythonExecutable:
         """See ``backend.Backend.compile``."""
         checked = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
         result_type = self._type_check(source, variables, limits) if self._type_check is not None else None

@@ -1,0 +1,68 @@
+"""How cel-cpp reads composited variables (``variables.<name>``): through a Python reader, or bound in cel-cpp.
+
+cel-cpp activations take complete values only, so ``read_variables`` compiles each ``variables.<name>`` to a call
+of ``VARIABLE_READER("<name>")``, which reads the lazy ``variables`` mapping of the activation (the apiserver's
+composited activation, ``composition.go``: each variable evaluated on first read, its value or error kept for the
+other expressions of the evaluation). Every such read is a call into Python, and every variable is a separate
+evaluation.
+
+``bound_variables`` writes the same expression with the variables it reads that call no Python function bound
+in cel-cpp instead: ``cel.bind(<bound name>, dyn(<variable's expression>), <expression>)``, outermost first in
+declaration order (a variable reads only the ones declared before it). cel-cpp evaluates a bound variable lazily,
+at its first read, and once per evaluation (its ``bindings`` extension), as the composited activation does; only
+its error text differs (the apiserver's reads ``composited variable "<name>" fails to evaluate: ...``), so an
+evaluation of the bound form that ends in an error is done again as written (``backend.CelExprExecutable``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
+
+#: The function that reads one composited variable (``read_variables``).
+VARIABLE_READER = "upgrade_gate_variable"
+#: The prefix of a bound variable's name in cel-cpp (no expression declares or can read such a name).
+BOUND = "upgrade_gate_bound_"
+
+
+def read_variables(source: str, bound: Collection[str] = ()) -> str:
+    """``source`` with each ``variables.<name>`` (outside string literals) as ``VARIABLE_READER("<name>")``, or as
+    the bound name of ``<name>`` if ``<name>`` is in ``bound``.
+
+    The rewrite keeps everything else, so ``has(variables.x.y)`` still works; ``has(variables.x)`` alone becomes
+    a compile error (has() needs a field selection).
+    """
+    code = blank_strings(source)
+    parts, end = [], 0
+    for found in VARIABLE_REFERENCE.finditer(code):
+        name = found.group(1)
+        parts += [source[end : found.start()], BOUND + name if name in bound else f'{VARIABLE_READER}("{name}")']
+        end = found.end()
+    return "".join(parts) + source[end:]
+
+
+def read_names(source: str) -> list[str]:
+    """The names of the variables ``source`` reads, in order of appearance, with repeats."""
+    return [found.group(1) for found in VARIABLE_REFERENCE.finditer(blank_strings(source))]
+
+
+def bound_variables(source: str, bindable: Mapping[str, str]) -> str | None:
+    """``source`` with the variables it reads (also through other variables) that are in ``bindable`` (name ->
+    the variable's expression, in declaration order: the variables that call no Python function) bound in
+    cel-cpp, and the others read through ``VARIABLE_READER``; ``None`` if it reads none of ``bindable``."""
+    if BOUND in source:  # a name of ours written in the expression (a comprehension variable): leave it alone
+        return None
+    needed: set[str] = set()
+    pending = [name for name in read_names(source) if name in bindable]
+    while pending:
+        name = pending.pop()
+        if name not in needed:
+            needed.add(name)
+            pending += [read for read in read_names(bindable[name]) if read in bindable]
+    if not needed:
+        return None
+    text = read_variables(source, needed)
+    for name in reversed([name for name in bindable if name in needed]):
+        text = f"cel.bind({BOUND}{name}, dyn({read_variables(bindable[name], needed)}), {text})"
+    return text
