@@ -188,3 +188,21 @@ def test_apply_json_patch_is_all_or_nothing(operations: list[dict[str, Any]], er
         with pytest.raises(MutationError, match=error):
             apply_json_patch(source, operations)
     assert source == PATCHED
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        pytest.param({"path": "/spec/z"}, id="no op"),
+        pytest.param({"op": 1, "path": "/spec/z"}, id="an op that is no string"),
+        pytest.param({"op": "frob", "path": "/spec/z"}, id="an unknown op"),
+        pytest.param({"op": "add", "value": 1}, id="no path"),
+        pytest.param({"op": "add", "path": "spec/z", "value": 1}, id="a path that is no JSON pointer"),
+    ],
+)
+def test_a_malformed_operation_is_refused_with_jsonpatch_s_words(operation: dict[str, Any]) -> None:
+    with pytest.raises((jsonpatch.JsonPatchException, jsonpatch.JsonPointerException)) as upstream:
+        jsonpatch.apply_patch(PATCHED, [operation])
+    with pytest.raises(MutationError) as refused:
+        apply_json_patch(PATCHED, [operation])
+    assert str(refused.value) == f"JSON patch could not be applied: {upstream.value}"

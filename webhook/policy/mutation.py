@@ -226,15 +226,30 @@ def apply_json_patch(obj: Any, operations: Any) -> Any:
     document = _shallow_copy(obj)
     try:
         for operation in operations:
-            for pointer in (operation.get("path"), operation.get("from")):
-                if isinstance(pointer, str):
-                    document = _copy_path(document, jsonpatch.JsonPointer(pointer).parts)
-            document = jsonpatch.JsonPatch([operation]).apply(document, in_place=True)
+            step = _operation(operation)
+            document = _copy_path(document, step.pointer.parts)
+            if isinstance(operation.get("from"), str):
+                document = _copy_path(document, jsonpatch.JsonPointer(operation["from"]).parts)
+            document = step.apply(document)
     except jsonpatch.JsonPatchTestFailed:
         return obj
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
         raise MutationError(f"JSON patch could not be applied: {err}") from None
     return document
+
+
+def _operation(operation: dict[str, Any]) -> jsonpatch.PatchOperation:
+    """The jsonpatch operation of ``operation`` (what ``JsonPatch`` builds of each, with its checks and texts).
+    Raises ``jsonpatch.InvalidJsonPatch``."""
+    if "op" not in operation:
+        raise jsonpatch.InvalidJsonPatch("Operation does not contain 'op' member")
+    name = operation["op"]
+    if not isinstance(name, str | bytes):
+        raise jsonpatch.InvalidJsonPatch("Operation's op must be a string")
+    kind = jsonpatch.JsonPatch.operations.get(name) if isinstance(name, str) else None
+    if kind is None:
+        raise jsonpatch.InvalidJsonPatch(f"Unknown operation {name!r}")
+    return kind(operation)
 
 
 def _shallow_copy(value: Any) -> Any:

@@ -256,6 +256,19 @@ class _FallbackVariables(Mapping[str, object]):
         return len(self._variables)
 
 
+def _json(value: object, types: LibraryTypes) -> object:
+    """``to_python`` in one walk: plain JSON values (``from_expr`` gives builtin types) are rebuilt as they are,
+    anything else (bytes, timestamps, library values...) rendered by ``values.to_python``."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value
+    if kind is list:
+        return [_json(item, types) for item in cast(list[object], value)]
+    if kind is dict:
+        return {_json(key, types): _json(item, types) for key, item in cast(dict[object, object], value).items()}
+    return shared_values.to_python(decoded(value, types))
+
+
 def _plain(value: object) -> object:
     """A cel-python result as plain Python (``celtypes`` subclasses as their base types), library values kept."""
     return shared_values.untyped(value, lambda leaf: bytes(leaf) if isinstance(leaf, bytes) else leaf)
@@ -483,7 +496,7 @@ class CelExprBackend:
         """See ``webhook.policy.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
         if value is True or value is False or value is None:  # most results: nothing to walk
             return value
-        return shared_values.to_python(decoded(value, self.types))
+        return _json(value, self.types)
 
     def error_value(self, message: str) -> CelEvaluationError:
         """A ``CelEvaluationError``: the variable reader raises it, and cel-cpp makes it an error value."""
