@@ -101,9 +101,14 @@ def substring(text: str, start: int, end: int | None = None) -> str:
     return text[start:stop]
 
 
+#: Go's ``unicode.IsSpace`` (Unicode's White_Space property), which cel-go's ``trim`` strips: Python's ``str.strip``
+#: also strips the separator controls U+001C-U+001F.
+_WHITE_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+
 def trim(text: str) -> str:
-    """``text`` without leading and trailing Unicode white space."""
-    return text.strip()
+    """``text`` without leading and trailing Unicode white space (``_WHITE_SPACE``)."""
+    return text.strip(_WHITE_SPACE)
 
 
 def join(items: list[Any], separator: str = "") -> str:
