@@ -84,3 +84,21 @@ def test_a_value_cel_cannot_hold_is_named_by_its_path(value: object, message: st
     with pytest.raises(CelEvaluationError) as raised:
         to_expr(value, TYPES)
     assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime.datetime(2026, 1, 5, 10, 0, 0, 123456, tzinfo=datetime.UTC),
+        datetime.datetime(2026, 1, 5, 10, 0, 0, 5),  # naive: read as UTC
+        datetime.datetime(2026, 1, 5, 10, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=-7, minutes=-30))),
+        datetime.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=datetime.UTC),  # before the epoch
+        datetime.datetime(1, 1, 1, tzinfo=datetime.UTC),
+        datetime.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=datetime.UTC),
+    ],
+    ids=str,
+)
+def test_a_timestamp_is_the_message_protobuf_makes_of_it(value: datetime.datetime) -> None:
+    expected = timestamp_pb2.Timestamp()
+    expected.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.UTC))
+    assert to_expr(value, TYPES) == expected

