@@ -33,10 +33,16 @@ def test_bound_variables_are_bound_in_declaration_order_with_what_they_read() ->
     )
 
 
+def test_a_variable_read_from_python_more_than_once_is_read_once() -> None:
+    text = bound_variables("variables.slow.a + variables.slow.b + variables.other", {})
+    reader = READ.format("slow")
+    assert text == f"cel.bind({BOUND}slow, {reader}, {BOUND}slow.a + {BOUND}slow.b + {READ.format('other')})"
+
+
 @pytest.mark.parametrize(
     "source",
     [
-        pytest.param("variables.slow == 1", id="reads only variables read from Python"),
+        pytest.param("variables.slow == 1", id="reads only variables read from Python, once"),
         pytest.param("object.x == 1", id="reads no variable"),
         pytest.param(f"[1].all({BOUND}a, variables.a == 1)", id="writes a bound name itself"),
     ],
@@ -120,3 +126,10 @@ def test_cel_expr_reads_from_python_only_the_variables_that_call_python() -> Non
     program, values = compiled("cel-expr", "variables.tagged + '/' + variables.slow", VARIABLES, bind=True, lazy=Reads)
     assert program.evaluate(values) == "1.0-tag/loose"
     assert cast(Reads, values["variables"]).read == ["slow"]  # ``version`` is bound in ``tagged`` and in ``slow``
+
+
+def test_cel_expr_reads_a_variable_from_python_once_per_evaluation() -> None:
+    source = "variables.slow + '/' + variables.slow + '/' + variables.tagged"
+    program, values = compiled("cel-expr", source, VARIABLES, bind=True, lazy=Reads)
+    assert program.evaluate(values) == "loose/loose/1.0-tag"
+    assert cast(Reads, values["variables"]).read == ["slow"]

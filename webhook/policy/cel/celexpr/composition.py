@@ -11,11 +11,14 @@ in cel-cpp instead: ``cel.bind(<bound name>, dyn(<variable's expression>), <expr
 declaration order (a variable reads only the ones declared before it). cel-cpp evaluates a bound variable lazily,
 at its first read, and once per evaluation (its ``bindings`` extension), as the composited activation does; only
 its error text differs (the apiserver's reads ``composited variable "<name>" fails to evaluate: ...``), so an
-evaluation of the bound form that ends in an error is done again as written (``backend.CelExprExecutable``).
+evaluation of the bound form that ends in an error is done again as written (``backend.CelExprExecutable``). A
+variable that must come from Python and is read more than once is bound to one reader call the same way, so that
+its value (a ``cluster.get`` object, say) crosses into cel-cpp once per evaluation.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping
 
 from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
@@ -50,7 +53,8 @@ def read_names(source: str) -> list[str]:
 def bound_variables(source: str, bindable: Mapping[str, str]) -> str | None:
     """``source`` with the variables it reads (also through other variables) that are in ``bindable`` (name ->
     the variable's expression, in declaration order: the variables that call no Python function) bound in
-    cel-cpp, and the others read through ``VARIABLE_READER``; ``None`` if it reads none of ``bindable``."""
+    cel-cpp, and each other variable it reads more than once bound to one ``VARIABLE_READER`` call (a read of a
+    large value, a ``cluster.get`` result, converts all of it each time); ``None`` if there is nothing to bind."""
     if BOUND in source:  # a name of ours written in the expression (a comprehension variable): leave it alone
         return None
     needed: set[str] = set()
@@ -60,9 +64,19 @@ def bound_variables(source: str, bindable: Mapping[str, str]) -> str | None:
         if name not in needed:
             needed.add(name)
             pending += [read for read in read_names(bindable[name]) if read in bindable]
-    if not needed:
+    reads = Counter(
+        name
+        for text in (source, *(bindable[name] for name in needed))
+        for name in read_names(text)
+        if name not in needed
+    )
+    read_once = sorted(name for name, count in reads.items() if count > 1)
+    if not needed and not read_once:
         return None
-    text = read_variables(source, needed)
+    names = needed.union(read_once)
+    text = read_variables(source, names)
     for name in reversed([name for name in bindable if name in needed]):
-        text = f"cel.bind({BOUND}{name}, dyn({read_variables(bindable[name], needed)}), {text})"
+        text = f"cel.bind({BOUND}{name}, dyn({read_variables(bindable[name], names)}), {text})"
+    for name in reversed(read_once):
+        text = f'cel.bind({BOUND}{name}, {VARIABLE_READER}("{name}"), {text})'
     return text
