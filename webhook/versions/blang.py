@@ -81,8 +81,13 @@ def parse_version(text: str) -> semver.Version:
     Strict SemVer 2.0.0: ``MAJOR.MINOR.PATCH[-PRE][+BUILD]``, no ``v`` prefix, no leading zeros in
     numbers or numeric prerelease ids, every number (and numeric prerelease id) within uint64.
     Raises ``InvalidVersion`` with blang's reason, e.g.
-    ``invalid version "1.2": No Major.Minor.Patch elements found``.
+    ``invalid version "1.2": No Major.Minor.Patch elements found``. Kept per text (``semver.Version`` is immutable).
     """
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> semver.Version:
     try:
         major, minor, patch, pre, build = _blang_parse(text)
     except InvalidVersion as err:

@@ -9,6 +9,8 @@ import pytest
 from webhook.errors import CelEvaluationError
 from webhook.objects import InMemoryObjectStore
 from webhook.policy.cel import EXTENSION_FUNCTIONS, Environment, extension_bindings, to_python
+from webhook.policy.cel.environment import backend_named
+from webhook.settings import CEL_ENGINES
 
 STORE = InMemoryObjectStore(
     [
@@ -56,3 +58,35 @@ def test_invalid_version_is_an_evaluation_error() -> None:
 
 def test_portable_expressions_use_no_extension() -> None:
     assert Environment(["object"]).compile("semver(object.v).major() > 1").extensions == frozenset()
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+def test_cluster_lookups_see_a_replaced_object(engine: str) -> None:
+    def config_map(value: str) -> dict[str, object]:
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "ns"},
+            "data": {"v": value},
+        }
+
+    store = InMemoryObjectStore([config_map("1")])
+    environment = Environment([], backend=backend_named(engine))
+    get = environment.compile('cluster.get("v1", "ConfigMap", "c", "ns").data.v')
+    listed = environment.compile('cluster.list("v1", "ConfigMap", "ns").map(o, o.data.v)')
+    for value in ("1", "2"):
+        store.add(config_map(value))
+        assert to_python(get.evaluate(extension_bindings(store, NOW))) == value
+        assert to_python(get.evaluate(extension_bindings(store, NOW))) == value  # again, as kept
+        assert to_python(listed.evaluate(extension_bindings(store, NOW))) == [value]
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+def test_a_stored_object_cel_cannot_hold_is_an_evaluation_error_each_time(engine: str) -> None:
+    store = InMemoryObjectStore(
+        [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}, "data": {"n": 2**64}}]
+    )
+    program = Environment([], backend=backend_named(engine)).compile('cluster.get("v1", "ConfigMap", "c", "ns")')
+    for _ in range(2):
+        with pytest.raises(CelEvaluationError, match="integer overflow"):
+            program.evaluate(extension_bindings(store, NOW))

@@ -55,6 +55,8 @@ _CEL_CPP_CONVERSIONS = frozenset(
     {"bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"}
 )
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+#: Converted objects of the cluster snapshot kept per library function (``LibraryCall._stored``).
+SNAPSHOT_OBJECTS = 1024
 
 
 class LibraryCall:
@@ -63,7 +65,7 @@ class LibraryCall:
     per-request namespace (``late``), ``bound`` is the activation's namespace object of that name, else
     ``late``'s own."""
 
-    __slots__ = ("bound", "checked", "late", "name", "overloads", "types")
+    __slots__ = ("bound", "checked", "late", "name", "overloads", "snapshots", "types")
 
     def __init__(
         self,
@@ -80,6 +82,8 @@ class LibraryCall:
         self.late = late
         # cel-cpp matches every library message type where one is declared: check the kinds in Python then.
         self.checked = len(overloads) > 1 or any(types.is_library_kind(p) for o in overloads for p in o.params)
+        # conversions of the cluster snapshot's objects (``Overload.snapshot``), by identity, the object kept alive
+        self.snapshots: dict[int, tuple[object, object]] = {}
 
     def __call__(self, *arguments: Any) -> Any:
         budget = BUDGET.get()
@@ -102,7 +106,21 @@ class LibraryCall:
             raise CelEvaluationError(
                 f"found no matching overload for '{self.name}' applied to ({', '.join(kinds)})"
             ) from None
+        if overload.snapshot:
+            return [self._stored(item) for item in result] if type(result) is list else self._stored(result)
         return to_expr(result, self.types)
+
+    def _stored(self, found: object) -> object:
+        """``to_expr`` of an object of the cluster snapshot, done once per object (at most ``SNAPSHOT_OBJECTS`` kept,
+        then it starts over; a conversion may run twice on two threads, never wrongly)."""
+        if type(found) is not dict:
+            return to_expr(found, self.types)
+        kept = self.snapshots.get(id(found))
+        if kept is None or kept[0] is not found:
+            if len(self.snapshots) >= SNAPSHOT_OBJECTS:
+                self.snapshots.clear()
+            kept = self.snapshots[id(found)] = (found, to_expr(found, self.types))
+        return kept[1]
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ an object ``olm.release`` cannot read (``webhook.errors.ReleaseError``'s message
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from typing import Any
 
 from webhook.errors import CelEvaluationError, InputError
@@ -97,7 +98,7 @@ def _store(cluster: Cluster, name: str) -> ObjectStore:
 def cluster_get(cluster: Cluster, api_version: str, kind: str, name: str, namespace: str = "") -> Any:
     """``cluster.get(...)``: the object as a map, or null."""
     found = _store(cluster, "get").get(str(api_version), str(kind), str(name), str(namespace) or None)
-    return None if found is None else dict(found)
+    return None if found is None else _snapshot(found)
 
 
 def cluster_list(cluster: Cluster, api_version: str, kind: str, namespace: str = "", labels: Any = None) -> list[Any]:
@@ -107,7 +108,13 @@ def cluster_list(cluster: Cluster, api_version: str, kind: str, namespace: str =
     except InputError as error:
         raise CelEvaluationError(str(error)) from None
     store = _store(cluster, "list")
-    return [dict(found) for found in store.list(str(api_version), str(kind), str(namespace) or None, selector)]
+    return [_snapshot(found) for found in store.list(str(api_version), str(kind), str(namespace) or None, selector)]
+
+
+def _snapshot(found: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A stored object as a map: itself if it is a dict (stores replace objects, never change them), so that its
+    conversion to CEL can be kept (``Overload.snapshot``)."""
+    return found if type(found) is dict else dict(found)
 
 
 def _version(text: str) -> Any:
@@ -156,11 +163,11 @@ def release(_olm: Namespace, obj: Any) -> dict[str, Any]:
 OVERLOADS: tuple[Overload, ...] = (
     namespaced("clock", "now", clock_now, portable=False),
     namespaced("clock", "inWindow", clock_in_window, "string", portable=False),
-    namespaced("cluster", "get", cluster_get, "string", "string", "string", portable=False),
-    namespaced("cluster", "get", cluster_get, "string", "string", "string", "string", portable=False),
-    namespaced("cluster", "list", cluster_list, "string", "string", portable=False),
-    namespaced("cluster", "list", cluster_list, "string", "string", "string", portable=False),
-    namespaced("cluster", "list", cluster_list, "string", "string", "string", "map", portable=False),
+    namespaced("cluster", "get", cluster_get, "string", "string", "string", portable=False, snapshot=True),
+    namespaced("cluster", "get", cluster_get, "string", "string", "string", "string", portable=False, snapshot=True),
+    namespaced("cluster", "list", cluster_list, "string", "string", portable=False, snapshot=True),
+    namespaced("cluster", "list", cluster_list, "string", "string", "string", portable=False, snapshot=True),
+    namespaced("cluster", "list", cluster_list, "string", "string", "string", "map", portable=False, snapshot=True),
     namespaced("olm", "inRange", in_range, "string", "string", portable=False),
     namespaced("olm", "changeType", change_type, "dyn", "string", portable=False),
     namespaced("olm", "changeLevel", change_level, "dyn", "string", portable=False),

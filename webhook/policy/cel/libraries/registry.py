@@ -26,13 +26,16 @@ Implementation = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Overload:
-    """One signature of a CEL function. ``portable`` is False for extensions the apiserver lacks."""
+    """One signature of a CEL function. ``portable`` is False for extensions the apiserver lacks; ``snapshot``: it
+    returns objects of the cluster snapshot (a map, or a list of maps), which are never changed once stored, so a
+    backend may keep its conversion of each by identity."""
 
     name: str
     params: tuple[str, ...]
     implementation: Implementation
     member: bool
     portable: bool = True
+    snapshot: bool = False
 
     @property
     def arity(self) -> int:
@@ -57,10 +60,17 @@ def function(name: str, implementation: Implementation, *params: str, portable: 
 
 
 def namespaced(
-    namespace: str, name: str, implementation: Implementation, *params: str, portable: bool = True
+    namespace: str,
+    name: str,
+    implementation: Implementation,
+    *params: str,
+    portable: bool = True,
+    snapshot: bool = False,
 ) -> Overload:
     """A namespaced overload ``namespace.name(params)`` (a member call on the namespace object)."""
-    return Overload(name, (f"namespace:{namespace}", *params), implementation, member=True, portable=portable)
+    return Overload(
+        name, (f"namespace:{namespace}", *params), implementation, member=True, portable=portable, snapshot=snapshot
+    )
 
 
 class Namespace:
