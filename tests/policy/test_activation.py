@@ -64,3 +64,19 @@ def test_an_activation_is_freed_when_its_evaluations_end_not_at_the_next_collect
         assert freed() is None
     finally:
         gc.enable()
+
+
+def test_the_variables_of_an_evaluation_are_freed_with_it() -> None:
+    backend = backend_named("cel-expr")
+    environment = Environment(("object", "variables"), backend=backend)
+    parts = environment.compile("object.metadata.name.split('-')")  # a library call: read back through Python
+    values = Activation({"object": backend.to_cel({"metadata": {"name": "a-b"}})}, backend)
+    bind_variables(values, (Variable("parts", Expression("object.metadata.name.split('-')", parts)),))
+    assert backend.to_python(environment.compile("variables.parts[1] == 'b'").evaluate(values)) is True
+    freed = weakref.ref(values["variables"])
+    gc.disable()
+    try:
+        del values
+        assert freed() is None  # no cache of the backend keeps a request's variables
+    finally:
+        gc.enable()

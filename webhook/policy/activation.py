@@ -181,6 +181,8 @@ class LazyVariables(Mapping[str, object]):
         # the activation (``Values.prepared``), until the next garbage collection
         self._activation = weakref.ref(activation)
         self._values: dict[str, object] = {}
+        #: the variables' values as a backend converted them for itself, by name (freed with this mapping)
+        self.converted: dict[str, object] = {}
 
     def __getitem__(self, name: str) -> object:
         if name not in self._values:

@@ -288,15 +288,6 @@ def _from_messages(value: object, types: LibraryTypes) -> object:
     return types.decode(value)
 
 
-class _Converted(threading.local):
-    """This thread's variable values converted for cel-cpp: (identity of the ``variables`` mapping, name) ->
-    (the mapping, kept alive, and the value), dropped whole past ``_CACHED_VARIABLES`` entries."""
-
-    def __init__(self) -> None:
-        self.values: dict[tuple[int, str], tuple[Mapping[str, object], object]] = {}
-
-
-_CACHED_VARIABLES = 256
 _SCALARS = (str, int, float, bool, bytes, type(None))
 
 
@@ -327,7 +318,6 @@ class CelExprBackend:
         self._python_functions = frozenset(name.rpartition(".")[2] for name in declared_names)
         self._environments: dict[tuple[frozenset[str], bool], Any] = {}
         self._activations = _Activations()
-        self._converted = _Converted()
         reader = cel.Overload(VARIABLE_READER, cel.Type.DYN, [cel.Type.STRING], impl=self._read_variable)
         self._variables = cel.CelExtension("upgrade_gate_variables", [cel.FunctionDecl(VARIABLE_READER, [reader])])
         self._environment(frozenset()).compile("true")  # cel-cpp builds lazily: surface declaration errors now
@@ -452,15 +442,17 @@ class CelExprBackend:
         if found is None:
             if len(entries) >= _CACHED_ACTIVATIONS:
                 del entries[next(iter(entries))]
-            data = {name: v for name, v in values.items() if name != VARIABLES and not isinstance(v, Namespace)}
-            found = entries[key] = (tuple(values.values()), self._environment(frozenset()).Activation(data))
+            kept = {name: v for name, v in values.items() if name != VARIABLES}  # ``variables`` is not part of it
+            data = {name: v for name, v in kept.items() if not isinstance(v, Namespace)}
+            found = entries[key] = (tuple(kept.values()), self._environment(frozenset()).Activation(data))
         if isinstance(values, Values):
             values.prepared = found[1]
         return found[1]
 
     def _read_variable(self, name: str) -> object:
         """The implementation of ``VARIABLE_READER``: the current evaluation's variable ``name`` as cel-cpp takes
-        it, converted once per ``variables`` mapping (scalars need nothing). An error value (an exception,
+        it, converted once per ``variables`` mapping and kept by it (``LazyVariables.converted``; scalars need
+        nothing). An error value (an exception,
         ``error_value``) or an unknown name is raised, so cel-cpp makes it an error value."""
         budget = BUDGET.get()
         if budget is not None and budget.cancelled:  # abandoned, as in LibraryCall
@@ -474,14 +466,13 @@ class CelExprBackend:
             raise value
         if isinstance(value, _SCALARS):
             return value
-        converted = self._converted.values
-        key = (id(variables), name)
-        found = converted.get(key)
-        if found is None or found[0] is not variables:
-            if len(converted) >= _CACHED_VARIABLES:
-                converted.clear()
-            found = converted[key] = (variables, to_expr(value, self.types))
-        return found[1]
+        converted: dict[str, object] | None = getattr(variables, "converted", None)
+        if converted is None:  # a plain mapping: nowhere to keep it
+            return to_expr(value, self.types)
+        found = converted.get(name)
+        if found is None:
+            found = converted[name] = to_expr(value, self.types)
+        return found
 
     def to_cel(self, value: object) -> object:
         """See ``values.to_expr``."""
