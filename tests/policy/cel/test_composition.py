@@ -133,3 +133,13 @@ def test_cel_expr_reads_a_variable_from_python_once_per_evaluation() -> None:
     program, values = compiled("cel-expr", source, VARIABLES, bind=True, lazy=Reads)
     assert program.evaluate(values) == "loose/loose/1.0-tag"
     assert cast(Reads, values["variables"]).read == ["slow"]
+
+
+def test_cel_expr_reads_a_variable_once_where_no_variable_can_be_bound() -> None:
+    only_python = {  # each calls a library function: nothing is bindable
+        "version": "object.spec.version.lowerAscii()",
+        "slow": "isSemver(variables.version) ? 'semver' : 'loose'",
+    }
+    program, values = compiled("cel-expr", "variables.slow + '/' + variables.slow", only_python, bind=True, lazy=Reads)
+    assert program.evaluate(values) == "loose/loose"
+    assert cast(Reads, values["variables"]).read == ["slow", "version"]  # ``slow`` once, and ``version`` for it

@@ -407,7 +407,7 @@ class CelExprBackend:
             and definition.optionals == optionals
             and not definition.iterates
         }
-        bound_source = bound_variables(compiled, bindable) if reads and bindable else None
+        bound_source = bound_variables(compiled, bindable) if reads else None
         if bound_source is not None:
             with contextlib.suppress(RuntimeError):  # deeper than cel-cpp's parser takes: read them all from Python
                 executable.bind(environment.compile(bound_source), bound_source)
