@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.errors import CelEvaluationError, ReviewError
-from webhook.policy.cel import Backend, Values
+from webhook.policy.cel import Backend, Kept, Values
 from webhook.policy.matching import Attributes
 from webhook.policy.model import Expression, MatchCondition, Variable
 
@@ -126,16 +126,11 @@ class ParamValues:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self._converted: dict[int, tuple[Mapping[str, Any], object]] = {}
+        self._converted = Kept(backend.to_cel, self.MAX_PARAMS)
 
     def get(self, param: Mapping[str, Any]) -> object:
         """``param`` as a CEL value; raises ``CelEvaluationError`` as ``Backend.to_cel``."""
-        found = self._converted.get(id(param))
-        if found is None or found[0] is not param:
-            if len(self._converted) >= self.MAX_PARAMS:
-                self._converted.clear()
-            found = self._converted[id(param)] = (param, self.backend.to_cel(param))
-        return found[1]
+        return self._converted(param)
 
 
 def namespace_object(namespace: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ Public API::
     backend_named(engine) -> Backend                     # an engine's to_cel / to_python (CEL_ENGINES)
     with deadline(seconds): ...                          # bounds the evaluations in the block
     Values(activation)                                   # an activation that keeps its backend's prepared form
+    Kept(convert, limit)                                 # conversions of never-changed objects, by identity
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import datetime
 from collections.abc import Mapping
 
 from webhook.objects import ObjectStore
-from webhook.policy.cel.backend import Backend, Values
+from webhook.policy.cel.backend import Backend, Kept, Values
 from webhook.policy.cel.cost import deadline
 from webhook.policy.cel.environment import Environment, Program, backend_named, default_backend
 from webhook.policy.cel.estimate import PER_CALL_LIMIT
@@ -36,6 +37,7 @@ __all__ = [
     "PER_CALL_LIMIT",
     "Backend",
     "Environment",
+    "Kept",
     "Lookups",
     "Program",
     "Values",

@@ -9,7 +9,7 @@ it (``webhook.settings.CEL_ENGINES``): cel-python (``celpython/backend.py``) and
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,6 +31,25 @@ class Values(dict[str, object]):
         if name != VARIABLES:
             self.prepared = None
         super().__setitem__(name, value)
+
+
+class Kept:
+    """``convert`` of objects that are never changed once made (a store replaces an object it updates), done once
+    per object and kept by its identity (the object held alive), at most ``limit`` of them, then started over.
+    Thread-safe: a conversion may run twice, never wrongly."""
+
+    def __init__(self, convert: Callable[[object], object], limit: int) -> None:
+        self._convert = convert
+        self._limit = limit
+        self._kept: dict[int, tuple[object, object]] = {}
+
+    def __call__(self, found: object) -> object:
+        kept = self._kept.get(id(found))
+        if kept is None or kept[0] is not found:
+            if len(self._kept) >= self._limit:
+                self._kept.clear()
+            kept = self._kept[id(found)] = (found, self._convert(found))
+        return kept[1]
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from webhook.errors import CelEvaluationError
+from webhook.policy.cel.backend import Kept
 from webhook.policy.cel.celexpr.types import NAMESPACE_PREFIX, LibraryTypes
 from webhook.policy.cel.celexpr.values import to_expr
 from webhook.policy.cel.cost import Budget, library_call_cost
@@ -82,8 +83,8 @@ class LibraryCall:
         self.late = late
         # cel-cpp matches every library message type where one is declared: check the kinds in Python then.
         self.checked = len(overloads) > 1 or any(types.is_library_kind(p) for o in overloads for p in o.params)
-        # conversions of the cluster snapshot's objects (``Overload.snapshot``), by identity, the object kept alive
-        self.snapshots: dict[int, tuple[object, object]] = {}
+        # conversions of the cluster snapshot's objects (``Overload.snapshot``)
+        self.snapshots = Kept(lambda found: to_expr(found, types), SNAPSHOT_OBJECTS)
 
     def __call__(self, *arguments: Any) -> Any:
         budget = BUDGET.get()
@@ -111,16 +112,8 @@ class LibraryCall:
         return to_expr(result, self.types)
 
     def _stored(self, found: object) -> object:
-        """``to_expr`` of an object of the cluster snapshot, done once per object (at most ``SNAPSHOT_OBJECTS`` kept,
-        then it starts over; a conversion may run twice on two threads, never wrongly)."""
-        if type(found) is not dict:
-            return to_expr(found, self.types)
-        kept = self.snapshots.get(id(found))
-        if kept is None or kept[0] is not found:
-            if len(self.snapshots) >= SNAPSHOT_OBJECTS:
-                self.snapshots.clear()
-            kept = self.snapshots[id(found)] = (found, to_expr(found, self.types))
-        return kept[1]
+        """``to_expr`` of an object of the cluster snapshot, done once per object (``Kept``)."""
+        return self.snapshots(found) if type(found) is dict else to_expr(found, self.types)
 
 
 @dataclass(frozen=True)
