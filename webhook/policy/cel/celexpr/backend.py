@@ -120,10 +120,9 @@ class CelExprExecutable:
     that calls none runs in cel-cpp alone, with the request's deadline checked as it starts and ends.
 
     ``source``: the text compiled; ``optionals``: it uses cel-cpp's optional types; ``iterates``: it uses a
-    comprehension macro. ``bound``: the same expression
-    with the variables it reads that call no Python function bound in cel-cpp (``composition.bound_variables``),
-    or ``None``; it is evaluated first, and an evaluation of it that fails is done again as written, for the
-    apiserver's text of a failing variable."""
+    comprehension macro. ``bind`` gives it the same expression with the variables it reads bound in cel-cpp
+    (``composition.bound_variables``), which is evaluated first; an evaluation of that form that fails is done
+    again as written, for the apiserver's text of a failing variable."""
 
     __slots__ = (
         "_backend",
@@ -452,8 +451,8 @@ class CelExprBackend:
     def _read_variable(self, name: str) -> object:
         """The implementation of ``VARIABLE_READER``: the current evaluation's variable ``name`` as cel-cpp takes
         it, converted once per ``variables`` mapping and kept by it (``LazyVariables.converted``; scalars need
-        nothing). An error value (an exception,
-        ``error_value``) or an unknown name is raised, so cel-cpp makes it an error value."""
+        nothing). An error value (an exception, ``error_value``) or an unknown name is raised, so cel-cpp makes it
+        an error value."""
         budget = BUDGET.get()
         if budget is not None and budget.cancelled:  # abandoned, as in LibraryCall
             return None
