@@ -160,6 +160,36 @@ def test_an_internal_error_denies_the_request_without_an_http_error() -> None:
     }
 
 
+def test_a_failure_outside_the_evaluation_is_a_json_status_not_a_bare_500(
+    client: FlaskClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("webhook.serve.app.render_response", broken)
+    with caplog.at_level(logging.ERROR, logger="webhook.serve.app"):
+        answer = post(client, "validate", CASES[2]["review"])
+    assert (answer.status_code, answer.content_type) == (500, "application/json")
+    assert answer.json == {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "status": "Failure",
+        "code": 500,
+        "reason": "InternalError",
+        "message": "upgrade-gate: internal error while answering the review: RuntimeError",
+    }
+    assert [r.getMessage() for r in caplog.records] == ["admission request failed"]
+
+
+def test_another_method_on_an_admission_endpoint_names_the_one_allowed(client: FlaskClient) -> None:
+    answer = client.put("/mutate", data="{}", content_type="application/json")
+    assert (answer.status_code, answer.headers["Allow"], answer.get_json()["reason"]) == (
+        405,
+        "POST",
+        "MethodNotAllowed",
+    )
+
+
 def test_healthz_answers_ok(client: FlaskClient) -> None:
     assert client.get("/healthz").json == {"status": "ok"}
 

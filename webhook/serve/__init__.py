@@ -1,9 +1,9 @@
-"""The admission webhook: Flask transport over the policy engine, served by gunicorn over TLS.
+"""The admission webhook: a WSGI application over the policy engine, served by gunicorn over TLS.
 
-``review`` (AdmissionReview in/out, no I/O) · ``runtime`` (the policy set served, reloads) · ``stores``
-(object stores composed for lookups) · ``app`` (the Flask application factory and views) · ``metrics`` ·
-``tls`` (certificates, reloading TLS contexts) · ``worker`` (gunicorn's threaded worker with bounded
-connections) · ``server`` (gunicorn embedding).
+``review`` (AdmissionReview in/out, no I/O) · ``runtime`` (the policy set served, reloads) · ``stores`` (object
+stores composed for lookups) · ``app`` (the admission endpoints, in front of the Flask application of probes and
+metrics) · ``metrics`` · ``tls`` (certificates, reloading TLS contexts) · ``worker`` (gunicorn's threaded worker with
+bounded connections) · ``server`` (gunicorn embedding).
 """
 
 from webhook.serve.server import serve

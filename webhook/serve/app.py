@@ -1,12 +1,17 @@
-"""The Flask application: ``create_app(settings, runtime, metrics)``, a new one per server or test.
+"""The webhook's WSGI application: ``create_app(settings, runtime, metrics)``, a new one per server or test.
+
+A Flask application serves the probes and the metrics. The two admission endpoints, the hot path, are served in
+front of it by ``AdmissionEndpoints``, a plain WSGI handler wrapped around Flask's ``wsgi_app`` (the hook Flask
+gives middlewares): Flask's per-request machinery (contexts, routing, request and response objects) costs more
+per review than everything else the HTTP layer does in Python (README, "Performance").
 
 Routes:
 
 - ``POST /validate``, ``POST /mutate``: an AdmissionReview in, an AdmissionReview out (HTTP 200, see
-  ``webhook.serve.review``). A bad request is HTTP 400 (413 above ``max_body_bytes``) with a
-  ``metav1.Status`` JSON body; a body that stops arriving for the I/O timeout is 408 (and the connection closed).
-  An evaluation that raises or outlives ``request_timeout_s`` is refused
-  (``allowed: false``, code 500 ``InternalError`` or 504 ``Timeout``): the webhook fails closed.
+  ``webhook.serve.review``). A bad request is HTTP 400 (405 for another method, 413 above ``max_body_bytes``)
+  with a ``metav1.Status`` JSON body; a body that stops arriving for the I/O timeout is 408 (and the connection
+  closed). An evaluation that raises or outlives ``request_timeout_s`` is refused (``allowed: false``, code 500
+  ``InternalError`` or 504 ``Timeout``): the webhook fails closed.
 - ``GET /healthz``: 200 while the process serves. ``GET /readyz``: 200 when a policy set is loaded and the
   cluster cache (if any) is synced, else 503; the body says which, and the last load error.
 - ``GET /metrics``: Prometheus text (``webhook.serve.metrics``).
@@ -17,15 +22,18 @@ dry run, allowed, code, the denying policy, warnings and patch sizes, latency. N
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask, Response, current_app, jsonify, request
-from werkzeug.exceptions import ClientDisconnected, HTTPException
+from flask import Flask, Response, current_app, jsonify
+from werkzeug.exceptions import ClientDisconnected, HTTPException, MethodNotAllowed, RequestEntityTooLarge
+from werkzeug.http import HTTP_STATUS_CODES
+from werkzeug.wsgi import get_input_stream
 
 from webhook import logs
 from webhook.errors import DeadlineExceeded, ReviewError
@@ -34,6 +42,9 @@ from webhook.serve.metrics import CONTENT_TYPE, Metrics
 from webhook.serve.review import Answer, Refusal, Review, parse_review, render_error, render_response
 from webhook.serve.runtime import PolicyRuntime, Snapshot
 from webhook.settings import ServeSettings
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 log = logging.getLogger(__name__)
 
@@ -56,60 +67,91 @@ class State:
 
 
 def create_app(settings: ServeSettings, runtime: PolicyRuntime, metrics: Metrics) -> Flask:
-    """A Flask application serving ``runtime``'s policy set with ``settings``' body limit and deadline."""
+    """A Flask application serving ``runtime``'s policy set with ``settings``' body limit and deadline: the
+    probes and metrics as its views, the admission endpoints by ``AdmissionEndpoints`` around its ``wsgi_app``."""
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]  # DefaultJSONProvider has it; the base type not
-    app.extensions[EXTENSION] = State(settings, runtime, metrics)
-    app.add_url_rule("/validate", VALIDATE, lambda: _admit(VALIDATE), methods=["POST"])
-    app.add_url_rule("/mutate", MUTATE, lambda: _admit(MUTATE), methods=["POST"])
+    app.extensions[EXTENSION] = state = State(settings, runtime, metrics)
     app.add_url_rule("/healthz", "healthz", _healthz, methods=["GET"])
     app.add_url_rule("/readyz", "readyz", _readyz, methods=["GET"])
     app.add_url_rule("/metrics", "metrics", _metrics, methods=["GET"])
     app.register_error_handler(HTTPException, _http_error)
+    app.wsgi_app = AdmissionEndpoints(state, app.wsgi_app)  # type: ignore[method-assign]  # Flask's middleware hook
     return app
+
+
+_Answered = tuple[int, Mapping[str, Any], Sequence[tuple[str, str]]]
+"""An HTTP status code, the JSON document of the body, and headers beyond the content's."""
+
+
+class AdmissionEndpoints:
+    """WSGI: ``POST /validate`` and ``POST /mutate`` answered here, every other path passed to ``fallback`` (the
+    Flask application). Reads the body as Flask does (``werkzeug.wsgi.get_input_stream`` with ``max_body_bytes``),
+    answers JSON as ``flask.jsonify`` does (compact, keys in order). An exception escaping a review is logged and
+    answered with a 500 Status, as Flask answers it."""
+
+    def __init__(self, state: State, fallback: WSGIApplication) -> None:
+        self.state, self.fallback = state, fallback
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        endpoint = _ENDPOINTS.get(environ.get("PATH_INFO", ""))
+        if endpoint is None:
+            return self.fallback(environ, start_response)
+        started = time.perf_counter()
+        try:
+            code, document, headers = self._answer(environ, endpoint, started)
+        except Exception as error:  # a bug here must not reach gunicorn's plain-text 500
+            log.exception("admission request failed", extra=logs.fields({logs.ENDPOINT: endpoint}))
+            message = f"upgrade-gate: internal error while answering the review: {type(error).__name__}"
+            code, document, headers = 500, render_error(500, "InternalError", message), ()
+        body = json.dumps(document, separators=(",", ":")).encode()
+        start_response(
+            f"{code} {HTTP_STATUS_CODES[code]}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *headers],
+        )
+        return [body]
+
+    def _answer(self, environ: WSGIEnvironment, endpoint: str, started: float) -> _Answered:
+        state = self.state
+        if environ.get("REQUEST_METHOD") != "POST":
+            refused = MethodNotAllowed(valid_methods=["POST"])
+            return self._refuse(endpoint, started, 405, str(refused.description), [("Allow", "POST")])
+        try:
+            body = get_input_stream(environ, max_content_length=state.settings.max_body_bytes).read()
+        except RequestEntityTooLarge:
+            _drain(environ["wsgi.input"], _DRAIN_LIMIT)
+            return self._refuse(
+                endpoint, started, 413, f"the request body is larger than {state.settings.max_body_bytes} bytes"
+            )
+        except (OSError, ClientDisconnected):  # the client stalled mid-body past the I/O timeout, or went away
+            message = "the request body did not arrive in full"
+            return self._refuse(endpoint, started, 408, message, [("Connection", "close")])
+        try:
+            review = parse_review(body, environ.get("CONTENT_TYPE"))
+            decision = _decide(state, review, endpoint)
+        except ReviewError as error:
+            return self._refuse(endpoint, started, 400, str(error))
+        _record(state.metrics, endpoint, review, decision, time.perf_counter() - started)
+        return 200, render_response(review, decision, mutating=endpoint == MUTATE), ()
+
+    def _refuse(
+        self, endpoint: str, started: float, code: int, message: str, headers: Sequence[tuple[str, str]] = ()
+    ) -> _Answered:
+        """Count, time and log a request that cannot be read; its answer: a ``metav1.Status`` of ``code``."""
+        metrics = self.state.metrics
+        metrics.requests.labels(endpoint, "", "", "invalid").inc()
+        metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+        log.info("bad admission request", extra=logs.fields({logs.ENDPOINT: endpoint, logs.ERROR: message}))
+        return code, render_error(code, _REASONS[code], message), headers
+
+
+_ENDPOINTS: Mapping[str, str] = {f"/{VALIDATE}": VALIDATE, f"/{MUTATE}": MUTATE}
 
 
 def _state() -> State:
     state: State = current_app.extensions[EXTENSION]
     return state
-
-
-def _admit(endpoint: str) -> tuple[Response, int]:
-    started = time.perf_counter()
-    state = _state()
-    try:
-        body = request.get_data(cache=False)
-    except (OSError, ClientDisconnected):  # the client stalled mid-body past the I/O timeout, or went away
-        return _refuse(
-            state,
-            endpoint,
-            started,
-            code=408,
-            reason="RequestTimeout",
-            message="the request body did not arrive in full",
-        )
-    try:
-        review = parse_review(body, request.content_type)
-        decision = _decide(state, review, endpoint)
-    except ReviewError as error:
-        return _refuse(state, endpoint, started, code=400, reason="BadRequest", message=str(error))
-    elapsed = time.perf_counter() - started
-    _record(state.metrics, endpoint, review, decision, elapsed)
-    return jsonify(render_response(review, decision, mutating=endpoint == MUTATE)), 200
-
-
-def _refuse(
-    state: State, endpoint: str, started: float, *, code: int, reason: str, message: str
-) -> tuple[Response, int]:
-    """Count, time and log a request that cannot be read; answer it with a ``metav1.Status`` of ``code``."""
-    state.metrics.requests.labels(endpoint, "", "", "invalid").inc()
-    state.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
-    log.info("bad admission request", extra=logs.fields({logs.ENDPOINT: endpoint, logs.ERROR: message}))
-    answer = jsonify(render_error(code, reason, message))
-    if code == 408:
-        answer.headers["Connection"] = "close"
-    return answer, code
 
 
 def _decide(state: State, review: Review, endpoint: str) -> Answer:
@@ -159,6 +201,8 @@ def _record(metrics: Metrics, endpoint: str, review: Review, decision: Answer, e
     metrics.latency.labels(endpoint).observe(elapsed)
     if policy and failed_closed(decision, mutating=endpoint == MUTATE):
         metrics.fail_closed.labels(endpoint, policy).inc()
+    if not log.isEnabledFor(logging.INFO):  # the line's fields cost more than the rest of the record
+        return
     log.info(
         "admission decision",
         extra=logs.fields(
@@ -209,16 +253,10 @@ def _metrics() -> Response:
 
 
 def _http_error(error: HTTPException) -> tuple[Response, int]:
-    """Any HTTP error (404, 405, 413, ...) as a ``metav1.Status`` JSON body."""
+    """Any HTTP error of the Flask views (404, 405, ...) as a ``metav1.Status`` JSON body."""
     code = error.code or 500
     reason = _REASONS.get(code, (error.name or "Error").replace(" ", ""))
-    message = error.description or error.name
-    if code == 413:
-        message = f"the request body is larger than {_state().settings.max_body_bytes} bytes"
-        _drain(request.environ.get("wsgi.input"), _DRAIN_LIMIT)
-    if request.endpoint in (VALIDATE, MUTATE):
-        _state().metrics.requests.labels(request.endpoint, "", "", "invalid").inc()
-    return jsonify(render_error(code, reason, message)), code
+    return jsonify(render_error(code, reason, error.description or error.name)), code
 
 
 def _drain(stream: Any, limit: int) -> None:
@@ -236,6 +274,7 @@ _REASONS: Mapping[int, str] = {
     400: "BadRequest",
     404: "NotFound",
     405: "MethodNotAllowed",
+    408: "RequestTimeout",
     413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
 }
