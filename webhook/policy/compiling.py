@@ -14,6 +14,9 @@ from webhook.policy.cel import Environment, Program, backend_named
 PROGRAMS_KEPT = 4096
 
 
+_Key = tuple[frozenset[str], str, tuple[tuple[str, Program], ...], frozenset[str]]
+
+
 class CelCompiler:
     """Compiles CEL text on the backend called ``engine`` (``ENGINES``) with the environment declaring exactly
     the given top-level variables (and the programs of the composited variables).
@@ -26,17 +29,19 @@ class CelCompiler:
     def __init__(self, engine: str) -> None:
         self._backend = backend_named(engine)
         self._environments: dict[frozenset[str], Environment] = {}
-        self._programs: OrderedDict[tuple[frozenset[str], str, tuple[tuple[str, Program], ...]], Program] = (
-            OrderedDict()
-        )
+        self._programs: OrderedDict[_Key, Program] = OrderedDict()
         self._lock = threading.Lock()
 
     def __call__(
-        self, text: str, variables: frozenset[str], definitions: Mapping[str, Program] | None = None
+        self,
+        text: str,
+        variables: frozenset[str],
+        definitions: Mapping[str, Program] | None = None,
+        exclusive: frozenset[str] = frozenset(),
     ) -> Program:
-        """Compile ``text`` for ``variables`` and the composited variables ``definitions`` (or return the program
-        compiled before for the same three)."""
-        key = (variables, text, tuple((definitions or {}).items()))
+        """Compile ``text`` for ``variables`` and the composited variables ``definitions``, ``exclusive`` among them
+        (``Environment.compile``), or return the program compiled before for the same four."""
+        key = (variables, text, tuple((definitions or {}).items()), exclusive)
         with self._lock:
             program = self._programs.get(key)
             if program is not None:
@@ -45,7 +50,7 @@ class CelCompiler:
             environment = self._environments.get(variables)
             if environment is None:
                 environment = self._environments[variables] = Environment(variables, backend=self._backend)
-        program = environment.compile(text, definitions)
+        program = environment.compile(text, definitions, exclusive)
         with self._lock:
             self._programs[key] = program
             if len(self._programs) > PROGRAMS_KEPT:

@@ -30,10 +30,15 @@ class Compiler(Protocol):
     """
 
     def __call__(
-        self, text: str, variables: frozenset[str], definitions: Mapping[str, Program] | None = None
+        self,
+        text: str,
+        variables: frozenset[str],
+        definitions: Mapping[str, Program] | None = None,
+        exclusive: frozenset[str] = frozenset(),
     ) -> Program:
         """Compile ``text``; ``definitions``: the programs of the composited variables it may read, by name in
-        declaration order."""
+        declaration order; ``exclusive``: those whose value no other expression of the policy needs on a request it
+        admits (``webhook.policy.specs.exclusive_variables``)."""
         ...
 
 
@@ -183,12 +188,14 @@ class FieldReader:
         variables: frozenset[str],
         defined: Mapping[str, Program | None] | None = None,
         *,
+        exclusive: frozenset[str] = frozenset(),
         missing: str = "",
         rewrite: Callable[[str], Rewritten] | None = None,
         result: tuple[str, ...] = (),
     ) -> Expression | None:
         """Compile the CEL expression ``mapping[key]`` for ``variables``; ``defined`` are the names
-        ``variables.<name>`` may use, in declaration order, with their programs (``None`` for one that failed).
+        ``variables.<name>`` may use, in declaration order, with their programs (``None`` for one that failed), and
+        ``exclusive`` those of them whose value no other expression of the policy needs on a request it admits.
         Empty → ``Required value: <missing>``; a compile error →
         ``Invalid value: <expr>: compilation failed: <error>`` placed at the error's column in the file.
         ``rewrite`` turns the written text into the text compiled; error positions are mapped back.
@@ -207,7 +214,7 @@ class FieldReader:
             error = undefined_variable(text, list(defined)) if "variables" in variables else None
             if error is None:
                 definitions = {name: program for name, program in defined.items() if program is not None}
-                program = self.compiler(rewritten.text if rewritten else text, variables, definitions)
+                program = self.compiler(rewritten.text if rewritten else text, variables, definitions, exclusive)
                 wrong = _wrong_result(text, program.result_type, result)
                 if wrong is None:
                     return Expression(text, program)

@@ -19,3 +19,9 @@ VARIABLE_REFERENCE = re.compile(r"(?<![\w.])variables\s*\.\s*([_a-zA-Z][_a-zA-Z0
 def blank_strings(text: str) -> str:
     """``text`` with the inside of every CEL string literal replaced by spaces (positions are kept)."""
     return STRING_LITERAL.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def read_names(text: str) -> list[str]:
+    """The names of the composited variables ``text`` reads (``variables.<name>``), in order of appearance, with
+    repeats."""
+    return [found.group(1) for found in VARIABLE_REFERENCE.finditer(blank_strings(text))]

@@ -15,12 +15,14 @@ from webhook.policy.specs import (
     EXPRESSION_VARIABLES,
     MATCH_CONDITION_VARIABLES,
     MUTATING_OPERATIONS,
+    exclusive_variables,
     policy_variables,
     read_binding_common,
     read_match_conditions,
     read_match_constraints,
     read_param_kind,
     read_variables,
+    texts,
 )
 
 _MAP_SPEC = frozenset(
@@ -42,9 +44,12 @@ def mutating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -> 
     param_kind = read_param_kind(reader, spec, at)
     variables = read_variables(reader, spec, at, policy_variables(param_kind, EXPRESSION_VARIABLES))
     defined = {v.name: v.expression.program for v in variables}
+    mutating = [text for key in _PATCH_FIELDS.values() for text in texts(spec.get("mutations"), key, "expression")]
+    exclusive = exclusive_variables(variables, mutating)
     mutations = []
     for item, item_at in reader.items(spec, at, "mutations"):
-        mutation = _mutation(reader, item, item_at, policy_variables(param_kind, EXPRESSION_VARIABLES), defined)
+        names = policy_variables(param_kind, EXPRESSION_VARIABLES)
+        mutation = _mutation(reader, item, item_at, names, defined=defined, exclusive=exclusive)
         if mutation is not None:
             mutations.append(mutation)
     if not spec.get("mutations"):
@@ -64,7 +69,13 @@ def mutating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -> 
 
 
 def _mutation(
-    reader: FieldReader, item: Any, at: At, variables: frozenset[str], defined: Mapping[str, Program | None]
+    reader: FieldReader,
+    item: Any,
+    at: At,
+    variables: frozenset[str],
+    *,
+    defined: Mapping[str, Program | None],
+    exclusive: frozenset[str],
 ) -> model.Mutation | None:
     mapping = reader.mapping(item, at, frozenset({"patchType", *_PATCH_FIELDS.values()}))
     if mapping is None:
@@ -83,7 +94,9 @@ def _mutation(
     if body is None:
         reader.fail(field_at, api.required(f"must be specified when patchType is {patch_type}"))
         return None
-    expression = reader.expression(body, field_at, "expression", variables, defined, rewrite=rewrite_initializers)
+    expression = reader.expression(
+        body, field_at, "expression", variables, defined, exclusive=exclusive, rewrite=rewrite_initializers
+    )
     return model.Mutation(patch_type, expression) if expression is not None else None
 
 

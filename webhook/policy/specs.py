@@ -6,6 +6,7 @@ common fields. Each reader records problems on its ``FieldReader`` and returns w
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from webhook.errors import InputError
@@ -15,6 +16,7 @@ from webhook.policy import model
 from webhook.policy.cel import Program
 from webhook.policy.documents import MarkedMap, plain
 from webhook.policy.fields import At, FieldReader
+from webhook.policy.lexical import read_names
 
 OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 MUTATING_OPERATIONS = ("*", "CONNECT", "CREATE", "UPDATE")
@@ -259,6 +261,44 @@ def read_variables(
         if expression is not None:
             found.append(model.Variable(name, expression))
     return tuple(found)
+
+
+def exclusive_variables(variables: Sequence[model.Variable], expressions: Iterable[str]) -> frozenset[str]:
+    """The variables whose value only one of ``expressions`` needs, read there or by variables that only it needs.
+
+    ``expressions`` are the texts a policy evaluates on every request it admits (validations, audit annotations,
+    mutations; not messages, evaluated only after their validation failed). Evaluating such a variable where it is
+    read, instead of once for the whole request, costs no more on an admitted request (a denial evaluates it again
+    for the message); the results agree, since lookups and the clock are fixed for a request
+    (``libraries.extensions``). A backend may use that (``Backend.compile``)."""
+    readers: dict[str, set[int | str]] = {variable.name: set() for variable in variables}
+    for index, text in enumerate(expressions):
+        for name in read_names(text):
+            readers.get(name, set()).add(index)
+    for variable in variables:
+        for name in read_names(variable.expression.text):
+            readers.get(name, set()).add(variable.name)
+    exclusive: set[str] = set()
+    for variable in reversed(variables):  # a variable is read only by the ones declared after it
+        found = readers[variable.name]
+        if len(found) == 1:
+            (reader,) = found
+            if isinstance(reader, int) or reader in exclusive:
+                exclusive.add(variable.name)
+    return frozenset(exclusive)
+
+
+def texts(items: object, *path: str) -> list[str]:
+    """The strings at ``path`` (keys) in each mapping of the list ``items``, as written in a spec (anything else
+    skipped: the readers report it)."""
+    found: list[str] = []
+    for item in items if isinstance(items, list) else ():
+        value = item
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, str):
+            found.append(value)
+    return found
 
 
 def policy_variables(param_kind: model.ParamKind | None, names: frozenset[str]) -> frozenset[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from webhook.policy import apivalidation as api
@@ -20,12 +21,14 @@ from webhook.policy.specs import (
     OPERATIONS,
     REASONS,
     STRING,
+    exclusive_variables,
     policy_variables,
     read_binding_common,
     read_match_conditions,
     read_match_constraints,
     read_param_kind,
     read_variables,
+    texts,
 )
 
 _VAP_SPEC = frozenset(
@@ -46,12 +49,14 @@ def validating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -
     param_kind = read_param_kind(reader, spec, at)
     variables = tuple(read_variables(reader, spec, at, policy_variables(param_kind, EXPRESSION_VARIABLES)))
     defined = {v.name: v.expression.program for v in variables}
+    admitting = [*texts(spec.get("validations"), "expression"), *texts(spec.get("auditAnnotations"), "valueExpression")]
+    scope = _Scope(param_kind, defined, exclusive_variables(variables, admitting))
     validations = []
     for item, item_at in reader.items(spec, at, "validations"):
-        validation = _validation(reader, item, item_at, param_kind, defined)
+        validation = _validation(reader, item, item_at, scope)
         if validation is not None:
             validations.append(validation)
-    annotations = _audit_annotations(reader, policy=name, spec=spec, at=at, param_kind=param_kind, defined=defined)
+    annotations = _audit_annotations(reader, policy=name, spec=spec, at=at, scope=scope)
     if not spec.get("validations") and not spec.get("auditAnnotations"):
         for key in ("validations", "auditAnnotations"):
             reader.fail(
@@ -72,9 +77,17 @@ def validating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -
     )
 
 
-def _validation(
-    reader: FieldReader, item: Any, at: At, param_kind: model.ParamKind | None, defined: Mapping[str, Program | None]
-) -> model.Validation | None:
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What a policy's expressions are compiled with: its paramKind, its variables' programs (by name, in
+    declaration order; ``None`` for one that failed) and the ``exclusive`` ones among them."""
+
+    param_kind: model.ParamKind | None
+    defined: Mapping[str, Program | None]
+    exclusive: frozenset[str]
+
+
+def _validation(reader: FieldReader, item: Any, at: At, scope: _Scope) -> model.Validation | None:
     mapping = reader.mapping(item, at, frozenset({"expression", "message", "messageExpression", "reason"}))
     if mapping is None:
         return None
@@ -82,8 +95,9 @@ def _validation(
         mapping,
         at,
         "expression",
-        policy_variables(param_kind, EXPRESSION_VARIABLES),
-        defined,
+        policy_variables(scope.param_kind, EXPRESSION_VARIABLES),
+        scope.defined,
+        exclusive=scope.exclusive,
         missing="expression is not specified",
         result=BOOL,
     )
@@ -92,8 +106,10 @@ def _validation(
     if raw is not None and not raw.strip():
         reader.fail(reader.child(mapping, at, "messageExpression"), api.invalid(raw, "must be non-empty if specified"))
     elif raw is not None:
-        variables = policy_variables(param_kind, MESSAGE_VARIABLES)
-        message_expression = reader.expression(mapping, at, "messageExpression", variables, defined, result=STRING)
+        variables = policy_variables(scope.param_kind, MESSAGE_VARIABLES)
+        message_expression = reader.expression(
+            mapping, at, "messageExpression", variables, scope.defined, exclusive=scope.exclusive, result=STRING
+        )
     message = reader.string(mapping, at, "message")
     if message is not None and not message.strip():
         reader.fail(
@@ -113,8 +129,7 @@ def _audit_annotations(
     policy: str,
     spec: MarkedMap,
     at: At,
-    param_kind: model.ParamKind | None,
-    defined: Mapping[str, Program | None],
+    scope: _Scope,
 ) -> tuple[model.AuditAnnotation, ...]:
     found, keys = [], set()
     items = list(reader.items(spec, at, "auditAnnotations"))
@@ -141,13 +156,14 @@ def _audit_annotations(
                 api.required(f"must not exceed {MAX_VALUE_EXPRESSION_LENGTH} bytes in length"),
             )
             continue
-        variables = policy_variables(param_kind, MESSAGE_VARIABLES)
+        variables = policy_variables(scope.param_kind, MESSAGE_VARIABLES)
         value = reader.expression(
             mapping,
             item_at,
             "valueExpression",
             variables,
-            defined,
+            scope.defined,
+            exclusive=scope.exclusive,
             missing="valueExpression is not specified",
             result=(*STRING, "null_type"),
         )

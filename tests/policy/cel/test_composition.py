@@ -52,16 +52,23 @@ def test_nothing_is_bound_where_nothing_can_be(source: str) -> None:
 
 
 def compiled(
-    engine: str, source: str, variables: dict[str, str], *, bind: bool, lazy: type[LazyVariables] = LazyVariables
+    engine: str,
+    source: str,
+    variables: dict[str, str],
+    *,
+    bind: bool,
+    lazy: type[LazyVariables] = LazyVariables,
+    exclusive: frozenset[str] = frozenset(),
 ) -> tuple[Program, Activation]:
     """``source`` compiled for ``engine`` with the composited ``variables`` (bound where the engine can, if
-    ``bind``), and an activation of ``object = {spec: {version: 1.0}}`` with those variables."""
+    ``bind``; ``exclusive`` ones among them), and an activation of ``object = {spec: {version: 1.0}}`` with those
+    variables."""
     backend = backend_named(engine)
     environment = Environment(["object", "variables"], backend=backend)
     definitions: dict[str, Program] = {}
     for name, text in variables.items():
         definitions[name] = environment.compile(text, dict(definitions))
-    program = environment.compile(source, definitions if bind else None)
+    program = environment.compile(source, definitions if bind else None, exclusive)
     values = Activation({"object": backend.to_cel({"spec": {"version": "1.0"}})}, backend)
     values["variables"] = lazy(
         tuple(Variable(name, Expression(variables[name], p)) for name, p in definitions.items()), values
@@ -78,7 +85,11 @@ VARIABLES = {
 }
 
 
-@pytest.mark.parametrize("bind", [True, False], ids=["bound", "read"])
+@pytest.mark.parametrize(
+    ("bind", "exclusive"),
+    [(True, frozenset()), (True, frozenset({"slow"})), (False, frozenset())],
+    ids=["bound", "bound with the library call", "read"],
+)
 @pytest.mark.parametrize("engine", CEL_ENGINES)
 @pytest.mark.parametrize(
     ("source", "expected"),
@@ -88,9 +99,9 @@ VARIABLES = {
     ],
 )
 def test_an_expression_reads_its_variables_as_the_apiserver_does(
-    engine: str, bind: bool, source: str, expected: object
+    engine: str, bind: bool, exclusive: frozenset[str], source: str, expected: object
 ) -> None:
-    program, values = compiled(engine, source, VARIABLES, bind=bind)
+    program, values = compiled(engine, source, VARIABLES, bind=bind, exclusive=exclusive)
     assert backend_named(engine).to_python(program.evaluate(values)) == expected
 
 
@@ -143,3 +154,18 @@ def test_cel_expr_reads_a_variable_once_where_no_variable_can_be_bound() -> None
     program, values = compiled("cel-expr", "variables.slow + '/' + variables.slow", only_python, bind=True, lazy=Reads)
     assert program.evaluate(values) == "loose/loose"
     assert cast(Reads, values["variables"]).read == ["slow", "version"]  # ``slow`` once, and ``version`` for it
+
+
+def test_cel_expr_evaluates_an_exclusive_variable_that_calls_python_where_it_is_read() -> None:
+    source = "variables.slow + '/' + variables.slow + '/' + variables.tagged"
+    program, values = compiled("cel-expr", source, VARIABLES, bind=True, lazy=Reads, exclusive=frozenset({"slow"}))
+    assert program.evaluate(values) == "loose/loose/1.0-tag"
+    assert cast(Reads, values["variables"]).read == []
+
+
+def test_cel_expr_reads_an_exclusive_variable_from_python_when_it_fails_in_place() -> None:
+    failing = {**VARIABLES, "slow": "isSemver(object.missing) ? 'semver' : 'loose'"}
+    program, values = compiled("cel-expr", "variables.slow", failing, bind=True, exclusive=frozenset({"slow"}))
+    with pytest.raises(CelEvaluationError) as error:
+        program.evaluate(values)
+    assert str(error.value) == 'composited variable "slow" fails to evaluate: no such key: missing'

@@ -60,16 +60,12 @@ def test_portable_expressions_use_no_extension() -> None:
     assert Environment(["object"]).compile("semver(object.v).major() > 1").extensions == frozenset()
 
 
+def config_map(value: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}, "data": {"v": value}}
+
+
 @pytest.mark.parametrize("engine", CEL_ENGINES)
 def test_cluster_lookups_see_a_replaced_object(engine: str) -> None:
-    def config_map(value: str) -> dict[str, object]:
-        return {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "c", "namespace": "ns"},
-            "data": {"v": value},
-        }
-
     store = InMemoryObjectStore([config_map("1")])
     environment = Environment([], backend=backend_named(engine))
     get = environment.compile('cluster.get("v1", "ConfigMap", "c", "ns").data.v')
@@ -79,6 +75,20 @@ def test_cluster_lookups_see_a_replaced_object(engine: str) -> None:
         assert to_python(get.evaluate(extension_bindings(store, NOW))) == value
         assert to_python(get.evaluate(extension_bindings(store, NOW))) == value  # again, as kept
         assert to_python(listed.evaluate(extension_bindings(store, NOW))) == [value]
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+def test_a_request_sees_each_object_as_it_first_looked_it_up(engine: str) -> None:
+    store = InMemoryObjectStore([config_map("1")])
+    environment = Environment([], backend=backend_named(engine))
+    found = environment.compile(
+        '[cluster.get("v1", "ConfigMap", "c", "ns").data.v, cluster.list("v1", "ConfigMap")[0].data.v]'
+    )
+    request = extension_bindings(store, NOW)
+    assert to_python(found.evaluate(request)) == ["1", "1"]
+    store.add(config_map("2"))  # a watch event, while the request's other expressions are evaluated
+    assert to_python(found.evaluate(request)) == ["1", "1"]
+    assert to_python(found.evaluate(extension_bindings(store, NOW))) == ["2", "2"]  # the next request
 
 
 @pytest.mark.parametrize("engine", CEL_ENGINES)

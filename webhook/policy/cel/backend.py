@@ -92,11 +92,14 @@ class Backend(Protocol):
         variables: Collection[str],
         limits: Limits,
         definitions: Mapping[str, Executable] | None = None,
+        exclusive: Collection[str] = (),
     ) -> Executable:
         """An ``Executable``; raises ``CelCompileError`` (``<line>:<column>: ...``) only. ``definitions``: the
         compiled composited variables ``variables.<name>`` may read, by name in declaration order (a backend may
         use them to evaluate such reads faster; they are evaluated from the activation's ``variables`` all the
-        same)."""
+        same). ``exclusive``: those of them whose value no other expression of the policy needs on a request it
+        admits (``webhook.policy.specs.exclusive_variables``), so that evaluating one where it is read costs no
+        more than reading it from ``variables``."""
         ...
 
     def to_cel(self, value: object) -> object:

@@ -113,12 +113,17 @@ class Environment:
         self.limits = Limits(cost_limit, max_expression_length, max_nesting)
         self._backend = backend or default_backend()
 
-    def compile(self, expression: str, definitions: Mapping[str, Program] | None = None) -> Program:
+    def compile(
+        self, expression: str, definitions: Mapping[str, Program] | None = None, exclusive: Collection[str] = ()
+    ) -> Program:
         """A ``Program``; raises ``webhook.errors.CelCompileError`` (``<line>:<column>: <message>``) for a
         syntax error, an undeclared variable or function, a wrong number of arguments, an invalid regex,
         duration or timestamp literal, a heterogeneous list or map literal, or an expression over the size or
         nesting limits. ``definitions``: the programs of the composited variables ``variables.<name>`` may read,
-        by name in declaration order (see ``Backend.compile``).
+        by name in declaration order, and ``exclusive``, those of them whose value no other expression of the policy
+        needs on a request it admits (see ``Backend.compile``).
         """
         executables = {name: program._executable for name, program in (definitions or {}).items()}
-        return Program(expression, self._backend.compile(expression, self.variables, self.limits, executables))
+        return Program(
+            expression, self._backend.compile(expression, self.variables, self.limits, executables, exclusive)
+        )

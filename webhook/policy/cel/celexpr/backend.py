@@ -41,7 +41,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
 from webhook.policy.cel import values as shared_values
 from webhook.policy.cel.backend import VARIABLES, Backend, Executable, Limits, Values
-from webhook.policy.cel.celexpr.composition import VARIABLE_READER, bound_variables, read_names, read_variables
+from webhook.policy.cel.celexpr.composition import VARIABLE_READER, bound_variables, read_variables
 from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, declarations, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
@@ -51,6 +51,7 @@ from webhook.policy.cel.frontend.standard import STANDARD
 from webhook.policy.cel.frontend.tree import Node
 from webhook.policy.cel.libraries import optional
 from webhook.policy.cel.libraries.registry import Namespace, Overload
+from webhook.policy.lexical import read_names
 
 _STATUS = re.compile(r"^[A-Z_]+: ")
 _COMPILE_ERROR = re.compile(r"ERROR: <input>:(-?\d+):(-?\d+): ([^\n]*)")
@@ -339,14 +340,17 @@ class CelExprBackend:
         variables: Collection[str],
         limits: Limits,
         definitions: Mapping[str, Executable] | None = None,
+        exclusive: Collection[str] = (),
     ) -> Executable:
         """See ``backend.Backend.compile``. ``variables.<name>`` compiles to a call of the activation's variable
         reader (``composition.read_variables``), so each variable is read, and evaluated, only when an expression
-        needs it; the variables among ``definitions`` that call no Python function are also bound in cel-cpp
-        (``CelExprExecutable``). An expression nested deeper than cel-cpp's parser allows (32) is compiled by the
+        needs it. The variables among ``definitions`` that do not iterate are also bound in cel-cpp
+        (``CelExprExecutable``) where they call no Python function, or are ``exclusive``: one that calls Python
+        and that other expressions need too is evaluated once and read (its arguments would cross into Python
+        again in each of them). An expression nested deeper than cel-cpp's parser allows (32) is compiled by the
         fallback backend, if any (``FallbackExecutable``)."""
         try:
-            return self._compile(source, variables, limits, definitions)
+            return self._compile(source, variables, limits, definitions, exclusive)
         except CelCompileError as error:
             if self._fallback is None or not _CEL_CPP_ONLY[0].search(str(error)):
                 raise
@@ -369,6 +373,7 @@ class CelExprBackend:
         variables: Collection[str],
         limits: Limits,
         definitions: Mapping[str, Executable] | None = None,
+        exclusive: Collection[str] = (),
     ) -> CelExprExecutable:
         checked = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
         tree = checked.tree
@@ -402,7 +407,7 @@ class CelExprBackend:
             name: definition.source
             for name, definition in (definitions or {}).items()
             if isinstance(definition, CelExprExecutable)
-            and not definition.calls_library
+            and (not definition.calls_library or name in exclusive)
             and definition.optionals == optionals
             and not definition.iterates
         }

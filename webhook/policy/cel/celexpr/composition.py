@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping
 
-from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
+from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings, read_names
 
 #: The function that reads one composited variable (``read_variables``).
 VARIABLE_READER = "upgrade_gate_variable"
@@ -43,11 +43,6 @@ def read_variables(source: str, bound: Collection[str] = ()) -> str:
         parts += [source[end : found.start()], BOUND + name if name in bound else f'{VARIABLE_READER}("{name}")']
         end = found.end()
     return "".join(parts) + source[end:]
-
-
-def read_names(source: str) -> list[str]:
-    """The names of the variables ``source`` reads, in order of appearance, with repeats."""
-    return [found.group(1) for found in VARIABLE_REFERENCE.finditer(blank_strings(source))]
 
 
 def bound_variables(source: str, bindable: Mapping[str, str]) -> str | None:

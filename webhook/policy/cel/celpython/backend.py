@@ -153,6 +153,7 @@ class CelPythonBackend:
         variables: Collection[str],
         limits: Limits,
         definitions: Mapping[str, Executable] | None = None,
+        exclusive: Collection[str] = (),
     ) -> CelPythonExecutable:
         """See ``backend.Backend.compile``."""
         checked = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)

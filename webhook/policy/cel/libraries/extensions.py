@@ -14,6 +14,8 @@ activation; without them a call is the error ``... is not available``)::
     cluster.list(apiVersion, kind, namespace, matchLabels map<string,string>) -> list<map>
                                                       (namespace '' = all namespaces)
 
+A request looks each object, and each list, up once: all of its expressions see the same ones.
+
 Static namespace::
 
     olm.inRange(version string, range string) -> bool       Masterminds constraint (OLM v1 spec.version)
@@ -54,13 +56,16 @@ class Clock(Namespace):
 
 
 class Cluster(Namespace):
-    """``cluster``: an ``ObjectStore``, or ``None`` when the caller bound none."""
+    """``cluster``: an ``ObjectStore`` (``None`` when the caller bound none), and what one request found in it
+    (``found``, by lookup): each lookup is done once per request, so that all of a request's expressions see the
+    same objects while the store changes."""
 
-    __slots__ = ("store",)
+    __slots__ = ("found", "store")
 
     def __init__(self, store: ObjectStore | None) -> None:
         super().__init__("cluster")
         self.store = store
+        self.found: dict[tuple[object, ...], Any] = {}
 
 
 OLM = Namespace("olm")
@@ -96,19 +101,26 @@ def _store(cluster: Cluster, name: str) -> ObjectStore:
 
 
 def cluster_get(cluster: Cluster, api_version: str, kind: str, name: str, namespace: str = "") -> Any:
-    """``cluster.get(...)``: the object as a map, or null."""
-    found = _store(cluster, "get").get(str(api_version), str(kind), str(name), str(namespace) or None)
-    return None if found is None else _snapshot(found)
+    """``cluster.get(...)``: the object as a map, or null; the same one for the rest of the request."""
+    key = ("get", str(api_version), str(kind), str(name), str(namespace))
+    if key not in cluster.found:
+        found = _store(cluster, "get").get(key[1], key[2], key[3], key[4] or None)
+        cluster.found[key] = None if found is None else _snapshot(found)
+    return cluster.found[key]
 
 
 def cluster_list(cluster: Cluster, api_version: str, kind: str, namespace: str = "", labels: Any = None) -> list[Any]:
-    """``cluster.list(...)``: the matching objects as maps, sorted by namespace and name."""
+    """``cluster.list(...)``: the matching objects as maps, sorted by namespace and name; the same ones for the
+    rest of the request."""
     try:
         selector = LabelSelector.from_dict({"matchLabels": dict(labels)}) if labels else None
     except InputError as error:
         raise CelEvaluationError(str(error)) from None
-    store = _store(cluster, "list")
-    return [_snapshot(found) for found in store.list(str(api_version), str(kind), str(namespace) or None, selector)]
+    key = ("list", str(api_version), str(kind), str(namespace), tuple(sorted(dict(labels or {}).items())))
+    if key not in cluster.found:
+        found = _store(cluster, "list").list(key[1], key[2], key[3] or None, selector)
+        cluster.found[key] = [_snapshot(item) for item in found]
+    return list(cluster.found[key])
 
 
 def _snapshot(found: Mapping[str, Any]) -> Mapping[str, Any]:
