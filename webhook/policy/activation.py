@@ -201,12 +201,14 @@ class LazyVariables(Mapping[str, object]):
         return len(self._expressions)
 
 
-def activation(inputs: RequestInputs, params: object | None) -> Activation:
+def activation(inputs: RequestInputs, params: object | None, *, param_kind: bool) -> Activation:
     """The activation of one (policy, binding, param) evaluation, without ``variables`` (matchConditions
-    cannot read them; ``bind_variables`` adds them): the request's values and ``params``, the CEL param
-    (``None`` for no param or no paramKind: both read as null)."""
+    cannot read them; ``bind_variables`` adds them): the request's values and, if the policy has a
+    ``param_kind``, ``params``, the CEL param (``None`` for no param: null). Without a paramKind the expressions
+    do not declare ``params`` (``specs.policy_variables``), so the activation has none either."""
     values = Activation(inputs.cel, inputs.backend)
-    values["params"] = params
+    if param_kind:
+        values["params"] = params
     return values
 
 

@@ -185,7 +185,7 @@ class PolicyEngine:
             if inputs.namespace_name and inputs.namespace is None:
                 return Decision.namespace_not_found(inputs.namespace_name)
             binding = cast(ValidatingBinding, item.binding)
-            values = activation(inputs, inputs.param(item.param))
+            values = activation(inputs, inputs.param(item.param), param_kind=policy.param_kind is not None)
             _validate_one(policy, binding, values, outcome, collected.setdefault(policy.name, {}))
         for policy_name, keys in collected.items():
             for key, values_of_key in keys.items():

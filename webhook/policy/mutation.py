@@ -153,7 +153,8 @@ class _State:
         """Run one invocation's mutations; True if the object changed."""
         policy = cast(MutatingPolicy, invocation.policy)
         binding = invocation.binding.name
-        values = activation(self.inputs, self.inputs.param(invocation.param))
+        param_kind = policy.param_kind is not None
+        values = activation(self.inputs, self.inputs.param(invocation.param), param_kind=param_kind)
         matched = match_conditions(policy.match_conditions, values)
         if matched is False:
             return False

@@ -56,3 +56,19 @@ def test_an_activation_evaluated_again_sees_its_changed_values(engine: str) -> N
     values["object"] = backend.to_cel({"spec": {"version": "2.0.0"}})
     assert values.prepared is None
     assert backend.to_python(program.evaluate(values)) == "2.0.0"
+
+
+def test_a_policy_without_params_shares_the_activation_of_one_with_params_and_a_null_param_does_not() -> None:
+    backend = backend_named("cel-expr")
+    request = {"object": backend.to_cel({"spec": {"version": "1.0.0"}})}
+    settings = backend.to_cel({"data": {"soak": "1h"}})
+    with_params = Environment(["object", "params"], backend=backend).compile("params == null ? 'none' : 'some'")
+    without = Environment(["object"], backend=backend).compile("object.spec.version")
+    first, second, null = Values({**request, "params": settings}), Values(request), Values({**request, "params": None})
+    assert [with_params.evaluate(first), without.evaluate(second), with_params.evaluate(null)] == [
+        "some",
+        "1.0.0",
+        "none",
+    ]
+    assert second.prepared is first.prepared  # ``object`` converted for cel-cpp once
+    assert null.prepared is not first.prepared

@@ -80,6 +80,7 @@ _COMPILE_MESSAGES = (
 )
 #: Activations kept per thread (each holds its converted variables and temporaries in a cel-cpp arena).
 _CACHED_ACTIVATIONS = 8
+PARAMS = "params"
 #: cel-cpp's optional types (syntax and library), for the expressions that use them (``uses_optionals``): its
 #: planner turns every ``x.orValue(y)`` into an optional step, which breaks the library optionals of
 #: ``format.named`` and ``<Format>.validate`` (messages, ``types.py``) in the other expressions.
@@ -431,17 +432,14 @@ class CelExprBackend:
     def activation(self, values: Mapping[str, object]) -> Any:
         """The ``cel.Activation`` of ``values`` (this backend's CEL values and namespace objects): kept by ``values``
         if it is a ``Values``, and shared while the same value objects come back (the evaluations of one request
-        with the same params). ``variables`` and the namespace objects are not part of it: the functions reading
-        them read the activation the evaluation runs with (``ACTIVATION``)."""
+        with the same params). Values without ``params`` (a policy with no paramKind) share the activation of the
+        same values with any params, if one of the request's policies with a paramKind came first (the names an
+        expression does not declare are never read). ``variables`` and the namespace objects are not part of it:
+        the functions reading them read the activation the evaluation runs with (``ACTIVATION``)."""
         if isinstance(values, Values) and values.prepared is not None:
             return values.prepared
         entries = self._activations.entries
-        names, ids = tuple(values), list(map(id, values.values()))
-        if VARIABLES in values:
-            index = names.index(VARIABLES)
-            names = names[:index] + names[index + 1 :]
-            del ids[index]
-        key = (names, tuple(ids))
+        key = _without(VARIABLES, tuple(values), tuple(map(id, values.values())))
         found = entries.get(key)
         if found is None:
             if len(entries) >= _CACHED_ACTIVATIONS:
@@ -449,6 +447,8 @@ class CelExprBackend:
             kept = {name: v for name, v in values.items() if name != VARIABLES}  # ``variables`` is not part of it
             data = {name: v for name, v in kept.items() if not isinstance(v, Namespace)}
             found = entries[key] = (tuple(kept.values()), self._environment(frozenset()).Activation(data))
+            if PARAMS in values:
+                entries.setdefault(_without(PARAMS, *key), found)
         if isinstance(values, Values):
             values.prepared = found[1]
         return found[1]
@@ -496,6 +496,14 @@ class CelExprBackend:
     def error_value(self, message: str) -> CelEvaluationError:
         """A ``CelEvaluationError``: the variable reader raises it, and cel-cpp makes it an error value."""
         return CelEvaluationError(message)
+
+
+def _without(name: str, names: tuple[str, ...], ids: tuple[int, ...]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """``names`` and the ``ids`` of their values, without ``name`` if it is one of them."""
+    if name not in names:
+        return names, ids
+    index = names.index(name)
+    return names[:index] + names[index + 1 :], ids[:index] + ids[index + 1 :]
 
 
 _ORDERING = frozenset({"relation_lt", "relation_le", "relation_gt", "relation_ge"})
