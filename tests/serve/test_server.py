@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import ssl
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,3 +113,24 @@ def test_the_bundled_policies_serve_with_certificates_generated_on_first_run(tmp
     assert answer["response"]["uid"] == review["request"]["uid"]
     assert ready["policies"]["validatingPolicies"] > 0
     assert sorted(path.name for path in (tmp_path / "certs").iterdir()) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
+
+
+def _workers(server: Server) -> set[str]:
+    """The pids of the server's workers, once it has one."""
+    master, deadline = server.process.pid, time.monotonic() + 10
+    while not (found := set(Path(f"/proc/{master}/task/{master}/children").read_text().split())):
+        assert time.monotonic() < deadline, "no worker"
+        time.sleep(0.05)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads worker pids from /proc")
+def test_a_worker_is_replaced_after_max_requests_without_a_failed_request(tmp_path: Path) -> None:
+    review = next(case for case in CASES if case["endpoint"] == "validate")["review"]
+    env = {"UPGRADE_GATE_MAX_REQUESTS": "40"}
+    with serving(tmp_path, POLICIES, "--objects", str(OBJECTS), "--workers", "1", env=env) as running:
+        first = _workers(running)
+        answers = [running.review("validate", review)["response"]["allowed"] for _ in range(120)]
+        replaced = _workers(running)
+    assert answers == [answers[0]] * 120  # every request answered (``review`` asserts HTTP 200), and alike
+    assert len(first) == 1 and first.isdisjoint(replaced)

@@ -103,6 +103,10 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
             # gunicorn kills a worker whose main loop (not a request) is silent for this long.
             "timeout": math.ceil(settings.request_timeout_s) + 10,
             "graceful_timeout": math.ceil(settings.request_timeout_s) + 2,
+            # a worker is replaced after about max_requests (a leak of cel-expr-python: ServeSettings); the jitter
+            # keeps workers from being replaced together
+            "max_requests": settings.max_requests,
+            "max_requests_jitter": settings.max_requests // 10,
             "preload_app": True,
             "certfile": str(self.tls.cert),
             "keyfile": str(self.tls.key),

@@ -9,7 +9,7 @@ import pytest
 
 from webhook.errors import CostLimitExceeded
 from webhook.policy.cel import Environment, Values
-from webhook.policy.cel.celexpr.backend import CelExprExecutable
+from webhook.policy.cel.celexpr.backend import _CACHED_ACTIVATIONS, CelExprBackend, CelExprExecutable
 from webhook.policy.cel.environment import backend_named
 from webhook.settings import CEL_ENGINES
 
@@ -72,3 +72,11 @@ def test_a_policy_without_params_shares_the_activation_of_one_with_params_and_a_
     ]
     assert second.prepared is first.prepared  # ``object`` converted for cel-cpp once
     assert null.prepared is not first.prepared
+
+
+def test_the_activations_kept_for_reuse_stay_bounded_with_and_without_params() -> None:
+    backend = backend_named("cel-expr")
+    program = Environment(["object", "params"], backend=backend).compile("params == null")
+    for index in range(3 * _CACHED_ACTIVATIONS):
+        program.evaluate(Values({"object": backend.to_cel({"n": index}), "params": backend.to_cel({"p": index})}))
+    assert len(cast(CelExprBackend, backend)._activations.entries) <= _CACHED_ACTIVATIONS

@@ -442,13 +442,13 @@ class CelExprBackend:
         key = _without(VARIABLES, tuple(values), tuple(map(id, values.values())))
         found = entries.get(key)
         if found is None:
-            if len(entries) >= _CACHED_ACTIVATIONS:
-                del entries[next(iter(entries))]
             kept = {name: v for name, v in values.items() if name != VARIABLES}  # ``variables`` is not part of it
             data = {name: v for name, v in kept.items() if not isinstance(v, Namespace)}
             found = entries[key] = (tuple(kept.values()), self._environment(frozenset()).Activation(data))
             if PARAMS in values:
                 entries.setdefault(_without(PARAMS, *key), found)
+            while len(entries) > _CACHED_ACTIVATIONS:
+                del entries[next(iter(entries))]
         if isinstance(values, Values):
             values.prepared = found[1]
         return found[1]
