@@ -80,6 +80,7 @@ _COMPILE_MESSAGES = (
 )
 #: Activations kept per thread (each holds its converted variables and temporaries in a cel-cpp arena).
 _CACHED_ACTIVATIONS = 8
+#: The activation's name of the param; absent for a policy without a paramKind (``activation.activation``).
 PARAMS = "params"
 #: cel-cpp's optional types (syntax and library), for the expressions that use them (``uses_optionals``): its
 #: planner turns every ``x.orValue(y)`` into an optional step, which breaks the library optionals of
