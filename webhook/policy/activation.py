@@ -125,7 +125,6 @@ class ParamValues:
     MAX_PARAMS = 256
 
     def __init__(self, backend: Backend) -> None:
-        self.backend = backend
         self._converted = Kept(backend.to_cel, self.MAX_PARAMS)
 
     def get(self, param: Mapping[str, Any]) -> object:
