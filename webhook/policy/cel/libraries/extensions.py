@@ -34,7 +34,7 @@ an object ``olm.release`` cannot read (``webhook.errors.ReleaseError``'s message
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from webhook.errors import CelEvaluationError, InputError
@@ -102,25 +102,37 @@ def _store(cluster: Cluster, name: str) -> ObjectStore:
 
 def cluster_get(cluster: Cluster, api_version: str, kind: str, name: str, namespace: str = "") -> Any:
     """``cluster.get(...)``: the object as a map, or null; the same one for the rest of the request."""
-    key = ("get", str(api_version), str(kind), str(name), str(namespace))
-    if key not in cluster.found:
-        found = _store(cluster, "get").get(key[1], key[2], key[3], key[4] or None)
-        cluster.found[key] = None if found is None else _snapshot(found)
-    return cluster.found[key]
+    api_version, kind, name, namespace = str(api_version), str(kind), str(name), str(namespace)
+
+    def get() -> Any:
+        found = _store(cluster, "get").get(api_version, kind, name, namespace or None)
+        return None if found is None else _snapshot(found)
+
+    return _once(cluster, ("get", api_version, kind, name, namespace), get)
 
 
 def cluster_list(cluster: Cluster, api_version: str, kind: str, namespace: str = "", labels: Any = None) -> list[Any]:
     """``cluster.list(...)``: the matching objects as maps, sorted by namespace and name; the same ones for the
     rest of the request."""
+    api_version, kind, namespace, match = str(api_version), str(kind), str(namespace), dict(labels or {})
     try:
-        selector = LabelSelector.from_dict({"matchLabels": dict(labels)}) if labels else None
+        selector = LabelSelector.from_dict({"matchLabels": match}) if match else None
     except InputError as error:
         raise CelEvaluationError(str(error)) from None
-    key = ("list", str(api_version), str(kind), str(namespace), tuple(sorted(dict(labels or {}).items())))
-    if key not in cluster.found:
-        found = _store(cluster, "list").list(key[1], key[2], key[3] or None, selector)
-        cluster.found[key] = [_snapshot(item) for item in found]
-    return list(cluster.found[key])
+
+    def listed() -> list[Any]:
+        return [
+            _snapshot(found) for found in _store(cluster, "list").list(api_version, kind, namespace or None, selector)
+        ]
+
+    return list(_once(cluster, ("list", api_version, kind, namespace, tuple(sorted(match.items()))), listed))
+
+
+def _once(cluster: Cluster, lookup: tuple[object, ...], find: Callable[[], Any]) -> Any:
+    """What ``find`` gives for ``lookup``, found at the request's first ``lookup`` and kept (``Cluster.found``)."""
+    if lookup not in cluster.found:
+        cluster.found[lookup] = find()
+    return cluster.found[lookup]
 
 
 def _snapshot(found: Mapping[str, Any]) -> Mapping[str, Any]:
