@@ -14,7 +14,7 @@ Usage: python benchmarks/admission.py [--part apiserver|loopback|faults ...] [--
    bundled policies on each CEL engine. Four rounds, each from (a) back to (a), taking the engines in turn from a
    different one; each figure is the median of the rounds', added latency the median of each round's mean minus
    its own (a)'s (the machine's drift between configurations is what varies most).
-2. ``loopback``: the real gunicorn/TLS stack, a no-op Flask handler (embedded exactly as ``serve`` embeds the
+2. ``loopback``: the real gunicorn/TLS stack, a no-op ASGI handler (embedded exactly as ``serve`` embeds the
    webhook) and ``upgrade-gate serve`` of no policies (``empty``: the same server without policies) against
    ``upgrade-gate serve`` of the bundled policies on each CEL engine: open-loop fixed rates
    (50, 200, 1000 requests/s for ``--duration`` s; latency from each request's scheduled start) with p50/p99 and
@@ -54,11 +54,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
-from flask import Flask, jsonify, request
 
+from webhook.serve.app import AdmissionApp
 from webhook.serve.runtime import PolicyRuntime
 from webhook.serve.server import WebhookServer
 from webhook.serve.tls import ReloadingContext, generate_certificates
@@ -79,30 +79,38 @@ JSON = {"Content-Type": "application/json"}
 # --- servers ---------------------------------------------------------------------------------------------------
 
 
+class NoopApp:
+    """The transport alone: a bare ASGI handler that reads the review and allows it (what the admission endpoints
+    do around the policies: read, parse, answer), never full."""
+
+    full = False
+
+    def __init__(self) -> None:
+        self.on_occupancy: Callable[[], None] = lambda: None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body, more = body + message.get("body", b""), message.get("more_body", False)
+        if scope["path"] == "/readyz":
+            answer = b'{"ready":true}'
+        else:
+            review = json.loads(body)
+            response = {"uid": review["request"]["uid"], "allowed": True}
+            document = {"apiVersion": review["apiVersion"], "kind": "AdmissionReview", "response": response}
+            answer = json.dumps(document).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(answer)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+
+
 def noop_server(port: int, certs: Path, workers: int) -> None:
     """Child process: the no-op handler on the production gunicorn/TLS embedding."""
-    app = Flask("noop")
-
-    @app.post("/validate")
-    @app.post("/mutate")
-    def admit() -> Any:
-        review = json.loads(request.get_data())
-        return jsonify(
-            {
-                "apiVersion": review["apiVersion"],
-                "kind": "AdmissionReview",
-                "response": {"uid": review["request"]["uid"], "allowed": True},
-            }
-        )
-
-    @app.get("/readyz")
-    def ready() -> Any:
-        return jsonify({"ready": True})
-
     settings = ServeSettings(port=port, workers=workers, cluster="off", log_level="WARNING")
     tls = ReloadingContext(certs / "tls.crt", certs / "tls.key")
     tls.current()
-    WebhookServer(settings, app, PolicyRuntime(DATA / "policies"), tls).run()
+    WebhookServer(settings, cast(AdmissionApp, NoopApp()), PolicyRuntime(DATA / "policies"), tls).run()
 
 
 def free_port() -> int:

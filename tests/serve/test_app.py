@@ -1,4 +1,5 @@
-"""The Flask application in process: decisions, bad input, readiness, metrics and decision logs."""
+"""The ASGI application in process (through a2wsgi and werkzeug's test client): decisions, bad input, readiness,
+metrics and decision logs."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flask import Flask
-from flask.testing import FlaskClient
+from a2wsgi import ASGIMiddleware
+from werkzeug.test import Client, TestResponse
 
 from tests.serve.conftest import BAD_REQUESTS, CASES, OBJECTS, POLICIES, bad_body, expected, summary
 from webhook.logs import JsonFormatter
@@ -26,10 +27,16 @@ from webhook.serve.runtime import PolicyRuntime
 from webhook.settings import DEFAULT_CEL_ENGINE, ServeSettings
 
 
-def make_app(runtime: PolicyRuntime, **settings: Any) -> Flask:
+class BufferedClient(Client):
+    """werkzeug's test client reading every answer whole, so that a2wsgi's adapter lets the application finish."""
+
+    def open(self, *args: Any, **kwargs: Any) -> TestResponse:
+        return super().open(*args, buffered=True, **kwargs)
+
+
+def make_client(runtime: PolicyRuntime, **settings: Any) -> Client:
     app = create_app(ServeSettings(**settings), runtime, runtime.metrics or Metrics())
-    app.testing = True
-    return app
+    return BufferedClient(ASGIMiddleware(app), TestResponse)  # type: ignore[arg-type]  # a2wsgi's narrower type
 
 
 @pytest.fixture(scope="module")
@@ -40,23 +47,23 @@ def loaded() -> PolicyRuntime:
 
 
 @pytest.fixture
-def client(loaded: PolicyRuntime) -> FlaskClient:
-    return make_app(loaded).test_client()
+def client(loaded: PolicyRuntime) -> Client:
+    return make_client(loaded)
 
 
-def post(client: FlaskClient, endpoint: str, review: Any) -> Any:
+def post(client: Client, endpoint: str, review: Any) -> Any:
     return client.post(f"/{endpoint}", data=json.dumps(review), content_type="application/json")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
-def test_a_review_gets_the_policies_decision(client: FlaskClient, case: dict[str, Any]) -> None:
+def test_a_review_gets_the_policies_decision(client: Client, case: dict[str, Any]) -> None:
     answer = post(client, case["endpoint"], case["review"])
     assert answer.status_code == 200
     assert answer.json["response"]["uid"] == case["review"]["request"]["uid"]
     assert summary(answer.json, case["want"]) == expected(case)
 
 
-def send_bad(client: FlaskClient, case: dict[str, Any]) -> Any:
+def send_bad(client: Client, case: dict[str, Any]) -> Any:
     content_type = case.get("content_type", "application/json")
     headers = {"Content-Type": content_type} if content_type else {}
     method, path = case.get("method", "POST"), case.get("path", "/validate")
@@ -64,7 +71,7 @@ def send_bad(client: FlaskClient, case: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize("case", BAD_REQUESTS, ids=[case["id"] for case in BAD_REQUESTS])
-def test_a_bad_request_gets_a_json_status(client: FlaskClient, case: dict[str, Any]) -> None:
+def test_a_bad_request_gets_a_json_status(client: Client, case: dict[str, Any]) -> None:
     answer = send_bad(client, case)
     assert answer.status_code == case["code"]
     assert answer.json["kind"] == "Status"
@@ -97,13 +104,13 @@ def _review_text(object_text: str) -> bytes:
         ),
     ],
 )
-def test_json_that_python_cannot_read_as_is_gets_a_400_not_a_500(client: FlaskClient, object_text: str, message: str):
+def test_json_that_python_cannot_read_as_is_gets_a_400_not_a_500(client: Client, object_text: str, message: str):
     answer = client.post("/validate", data=_review_text(object_text), headers={"Content-Type": "application/json"})
     assert answer.status_code == 400
     assert answer.get_json()["message"] == message
 
 
-def test_an_integer_within_float64_is_read(client: FlaskClient) -> None:
+def test_an_integer_within_float64_is_read(client: Client) -> None:
     answer = client.post("/validate", data=_review_text('{"n": ' + "9" * 300 + "}"), content_type="application/json")
     assert answer.status_code == 200
     assert answer.get_json()["response"]["allowed"] is True
@@ -137,7 +144,7 @@ def stub_runtime(**stub: Any) -> PolicyRuntime:
 def test_an_evaluation_past_the_deadline_is_refused_with_a_timeout() -> None:
     runtime = stub_runtime(sleep=2)
     started = time.monotonic()
-    answer = post(make_app(runtime, request_timeout_s=0.2).test_client(), "validate", CASES[2]["review"])
+    answer = post(make_client(runtime, request_timeout_s=0.2), "validate", CASES[2]["review"])
     assert time.monotonic() - started < 1.5
     assert answer.status_code == 200
     assert answer.json["response"]["allowed"] is False
@@ -151,7 +158,7 @@ def test_an_evaluation_past_the_deadline_is_refused_with_a_timeout() -> None:
 
 def test_an_internal_error_denies_the_request_without_an_http_error() -> None:
     runtime = stub_runtime(error=RuntimeError("boom"))
-    answer = post(make_app(runtime).test_client(), "mutate", CASES[0]["review"])
+    answer = post(make_client(runtime), "mutate", CASES[0]["review"])
     assert answer.status_code == 200
     assert answer.json["response"]["status"] == {
         "code": 500,
@@ -161,7 +168,7 @@ def test_an_internal_error_denies_the_request_without_an_http_error() -> None:
 
 
 def test_a_failure_outside_the_evaluation_is_a_json_status_not_a_bare_500(
-    client: FlaskClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    client: Client, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
@@ -181,7 +188,7 @@ def test_a_failure_outside_the_evaluation_is_a_json_status_not_a_bare_500(
     assert [r.getMessage() for r in caplog.records] == ["admission request failed"]
 
 
-def test_another_method_on_an_admission_endpoint_names_the_one_allowed(client: FlaskClient) -> None:
+def test_another_method_on_an_admission_endpoint_names_the_one_allowed(client: Client) -> None:
     answer = client.put("/mutate", data="{}", content_type="application/json")
     assert (answer.status_code, answer.headers["Allow"], answer.get_json()["reason"]) == (
         405,
@@ -190,11 +197,11 @@ def test_another_method_on_an_admission_endpoint_names_the_one_allowed(client: F
     )
 
 
-def test_healthz_answers_ok(client: FlaskClient) -> None:
+def test_healthz_answers_ok(client: Client) -> None:
     assert client.get("/healthz").json == {"status": "ok"}
 
 
-def test_readyz_is_ready_with_a_loaded_set_and_names_it(client: FlaskClient) -> None:
+def test_readyz_is_ready_with_a_loaded_set_and_names_it(client: Client) -> None:
     answer = client.get("/readyz")
     body: Any = answer.json
     assert (answer.status_code, body["ready"], body["loadError"]) == (200, True, None)
@@ -215,7 +222,7 @@ def test_readyz_is_unready_before_a_set_is_loaded_and_validate_refuses(tmp_path:
     broken.write_text("kind: [")
     runtime = PolicyRuntime(broken, metrics=Metrics())
     assert not runtime.load()
-    client = make_app(runtime).test_client()
+    client = make_client(runtime)
     answer = client.get("/readyz")
     body: Any = answer.json
     assert (answer.status_code, body["ready"]) == (503, False)
@@ -237,12 +244,12 @@ def test_readyz_is_unready_before_a_set_is_loaded_and_validate_refuses(tmp_path:
 def test_labelled_series_with_known_labels_are_exposed_at_zero_before_any_event(series: str) -> None:
     fresh = PolicyRuntime(POLICIES, metrics=Metrics())
     assert fresh.load()
-    text = make_app(fresh).test_client().get("/metrics").data.decode()
+    text = make_client(fresh).get("/metrics").data.decode()
     assert series in text.splitlines()
 
 
 def test_metrics_count_requests_by_kind_operation_and_decision(loaded: PolicyRuntime) -> None:
-    client = make_app(loaded, max_body_bytes=1024 * 1024).test_client()
+    client = make_client(loaded, max_body_bytes=1024 * 1024)
     for case in CASES:
         post(client, case["endpoint"], case["review"])
     post(client, "validate", {"kind": "nothing"})
@@ -259,7 +266,7 @@ def test_metrics_count_requests_by_kind_operation_and_decision(loaded: PolicyRun
 
 
 def test_one_json_log_line_per_decision_names_the_denying_policy_and_never_the_object(
-    client: FlaskClient, caplog: pytest.LogCaptureFixture
+    client: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
     case = next(case for case in CASES if case["want"].get("code") == 403)
     with caplog.at_level(logging.INFO, logger="webhook.serve.app"):

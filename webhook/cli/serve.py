@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,8 @@ import click
 
 from webhook import logs
 from webhook.cli.common import cel_engine_option, handle_errors
+from webhook.serve import multiprocess_directory
+from webhook.serve import serve as run
 from webhook.settings import ServeSettings
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
@@ -55,19 +55,6 @@ def serve(**flags: Any) -> None:
     if "log_level" in given:
         given["log_level"] = given["log_level"].upper()
     settings = dataclasses.replace(ServeSettings.from_env(), **given)
-    settings = dataclasses.replace(settings, metrics_dir=_metrics_directory(settings.metrics_dir))
+    settings = dataclasses.replace(settings, metrics_dir=multiprocess_directory(settings.metrics_dir))
     logs.configure(settings.log_level)
-    # prometheus_client chooses its multiprocess mode when first imported: after the directory is set.
-    from webhook.serve import serve as run  # noqa: PLC0415
-
     run(settings)
-
-
-def _metrics_directory(configured: Path | None) -> Path:
-    """The prometheus_client multiprocess directory, emptied of a previous run's files and exported."""
-    directory = configured or Path(tempfile.mkdtemp(prefix="upgrade-gate-metrics-"))
-    directory.mkdir(parents=True, exist_ok=True)
-    for stale in directory.glob("*.db"):
-        stale.unlink()
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
-    return directory

@@ -1,15 +1,17 @@
-"""The webhook's WSGI application: ``create_app(settings, runtime, metrics)``, a new one per server or test.
+"""The webhook's ASGI application: ``create_app(settings, runtime, metrics)``, a new one per server or test.
 
-A Flask application serves the probes and the metrics. The two admission endpoints, the hot path, are served in
-front of it by ``AdmissionEndpoints``, a plain WSGI handler wrapped around Flask's ``wsgi_app`` (the hook Flask
-gives middlewares): Flask's per-request machinery (contexts, routing, request and response objects) costs more
-per review than everything else the HTTP layer does in Python (README, "Performance").
+gunicorn's asyncio worker (``webhook.serve.worker``) serves it. The two admission endpoints, the hot path, are
+answered by ``AdmissionApp`` itself: the body is read on the event loop, then the review is parsed, decided and
+rendered in one of the worker's ``threads`` evaluation threads, so that an expensive evaluation never holds the
+loop that reads, answers and accepts for every other connection. Every other path goes to a Flask application (the
+probes and the metrics) through a2wsgi's WSGI adapter: Flask's per-request machinery costs more per review than
+everything else the HTTP layer does in Python (README, "Performance"), and only the hot path avoids it.
 
 Routes:
 
 - ``POST /validate``, ``POST /mutate``: an AdmissionReview in, an AdmissionReview out (HTTP 200, see
   ``webhook.serve.review``). A bad request is HTTP 400 (405 for another method, 413 above ``max_body_bytes``)
-  with a ``metav1.Status`` JSON body; a body that stops arriving for the I/O timeout is 408 (and the connection
+  with a ``metav1.Status`` JSON body; a body that stops arriving for ``io_timeout_s`` is 408 (and the connection
   closed). An evaluation that raises or outlives ``request_timeout_s`` is refused (``allowed: false``, code 500
   ``InternalError`` or 504 ``Timeout``): the webhook fails closed.
 - ``GET /healthz``: 200 while the process serves. ``GET /readyz``: 200 when a policy set is loaded and the
@@ -22,18 +24,19 @@ dry run, allowed, code, the denying policy, warnings and patch sizes, latency. N
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from a2wsgi import WSGIMiddleware
 from flask import Flask, Response, current_app, jsonify
-from werkzeug.exceptions import ClientDisconnected, HTTPException, MethodNotAllowed, RequestEntityTooLarge
-from werkzeug.http import HTTP_STATUS_CODES
-from werkzeug.wsgi import get_input_stream
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from webhook import logs
 from webhook.errors import DeadlineExceeded, ReviewError
@@ -43,10 +46,11 @@ from webhook.serve.review import Answer, Refusal, Review, parse_review, render_e
 from webhook.serve.runtime import PolicyRuntime, Snapshot
 from webhook.settings import ServeSettings
 
-if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
-
 log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 EXTENSION = "upgrade_gate"
 VALIDATE, MUTATE = "validate", "mutate"
@@ -66,74 +70,112 @@ class State:
     metrics: Metrics
 
 
-def create_app(settings: ServeSettings, runtime: PolicyRuntime, metrics: Metrics) -> Flask:
-    """A Flask application serving ``runtime``'s policy set with ``settings``' body limit and deadline: the
-    probes and metrics as its views, the admission endpoints by ``AdmissionEndpoints`` around its ``wsgi_app``."""
-    app = Flask(__name__)
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    app.json.sort_keys = False  # type: ignore[attr-defined]  # DefaultJSONProvider has it; the base type not
-    app.extensions[EXTENSION] = state = State(settings, runtime, metrics)
-    app.add_url_rule("/healthz", "healthz", _healthz, methods=["GET"])
-    app.add_url_rule("/readyz", "readyz", _readyz, methods=["GET"])
-    app.add_url_rule("/metrics", "metrics", _metrics, methods=["GET"])
-    app.register_error_handler(HTTPException, _http_error)
-    app.wsgi_app = AdmissionEndpoints(state, app.wsgi_app)  # type: ignore[method-assign]  # Flask's middleware hook
-    return app
+def create_app(settings: ServeSettings, runtime: PolicyRuntime, metrics: Metrics) -> AdmissionApp:
+    """The ASGI application serving ``runtime``'s policy set with ``settings``' body limit, I/O timeout, deadline
+    and evaluation threads: the admission endpoints in ``AdmissionApp``, the probes and metrics as Flask views."""
+    flask = Flask(__name__)
+    flask.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    flask.json.sort_keys = False  # type: ignore[attr-defined]  # DefaultJSONProvider has it; the base type not
+    flask.extensions[EXTENSION] = state = State(settings, runtime, metrics)
+    flask.add_url_rule("/healthz", "healthz", _healthz, methods=["GET"])
+    flask.add_url_rule("/readyz", "readyz", _readyz, methods=["GET"])
+    flask.add_url_rule("/metrics", "metrics", _metrics, methods=["GET"])
+    flask.register_error_handler(HTTPException, _http_error)
+    return AdmissionApp(state, flask)
 
 
-_Answered = tuple[int, Mapping[str, Any], Sequence[tuple[str, str]]]
-"""An HTTP status code, the JSON document of the body, and headers beyond the content's."""
+_Answered = tuple[int, bytes, Sequence[tuple[str, str]]]
+"""An HTTP status code, the JSON body, and headers beyond the content's."""
 
 
-class AdmissionEndpoints:
-    """WSGI: ``POST /validate`` and ``POST /mutate`` answered here, every other path passed to ``fallback`` (the
-    Flask application). Reads the body as Flask does (``werkzeug.wsgi.get_input_stream`` with ``max_body_bytes``),
-    answers JSON as ``flask.jsonify`` does (compact, keys in order). An exception escaping a review is logged and
-    answered with a 500 Status, as Flask answers it."""
+class AdmissionApp:
+    """ASGI: ``POST /validate`` and ``POST /mutate`` answered here (see the module docstring), every other path
+    passed to ``flask``. An exception escaping a review is logged and answered with a 500 Status, as Flask
+    answers it.
 
-    def __init__(self, state: State, fallback: WSGIApplication) -> None:
-        self.state, self.fallback = state, fallback
+    ``running`` is the number of reviews in the evaluation threads; ``on_occupancy`` (set by the worker) is called
+    on the event loop whenever ``full`` (every thread taken) may have changed.
+    """
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        endpoint = _ENDPOINTS.get(environ.get("PATH_INFO", ""))
+    def __init__(self, state: State, flask: Flask) -> None:
+        self.state, self.flask = state, flask
+        self.fallback = WSGIMiddleware(flask, workers=2)  # type: ignore[arg-type]  # a2wsgi's narrower WSGI type
+        self.threads = state.settings.threads
+        self.running = 0
+        self.on_occupancy: Callable[[], None] = lambda: None
+        self._executor: ThreadPoolExecutor | None = None  # made at first use: in the worker, after the fork
+
+    @property
+    def full(self) -> bool:
+        """True while every evaluation thread holds a review."""
+        return self.running >= self.threads
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = _ENDPOINTS.get(scope.get("path", "")) if scope["type"] == "http" else None
         if endpoint is None:
-            return self.fallback(environ, start_response)
+            await self.fallback(scope, receive, send)  # type: ignore[arg-type]  # a2wsgi's narrower ASGI types
+            return
         started = time.perf_counter()
-        try:
-            code, document, headers = self._answer(environ, endpoint, started)
-        except Exception as error:  # a bug here must not reach gunicorn's plain-text 500
-            log.exception("admission request failed", extra=logs.fields({logs.ENDPOINT: endpoint}))
-            message = f"upgrade-gate: internal error while answering the review: {type(error).__name__}"
-            code, document, headers = 500, render_error(500, "InternalError", message), ()
-        body = json.dumps(document, separators=(",", ":")).encode()
-        start_response(
-            f"{code} {HTTP_STATUS_CODES[code]}",
-            [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *headers],
+        code, body, headers = await self._admission(scope, receive, endpoint, started)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": code,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    *((name.encode(), value.encode()) for name, value in headers),
+                ],
+            }
         )
-        return [body]
+        await send({"type": "http.response.body", "body": body})
 
-    def _answer(self, environ: WSGIEnvironment, endpoint: str, started: float) -> _Answered:
-        state = self.state
-        if environ.get("REQUEST_METHOD") != "POST":
+    async def _admission(self, scope: Scope, receive: Receive, endpoint: str, started: float) -> _Answered:
+        if scope["method"] != "POST":
             refused = MethodNotAllowed(valid_methods=["POST"])
             return self._refuse(endpoint, started, 405, str(refused.description), [("Allow", "POST")])
+        limit = self.state.settings.max_body_bytes
+        content_type = _header(scope, b"content-type")
         try:
-            body = get_input_stream(environ, max_content_length=state.settings.max_body_bytes).read()
-        except RequestEntityTooLarge:
-            _drain(environ["wsgi.input"], _DRAIN_LIMIT)
-            return self._refuse(
-                endpoint, started, 413, f"the request body is larger than {state.settings.max_body_bytes} bytes"
-            )
-        except (OSError, ClientDisconnected):  # the client stalled mid-body past the I/O timeout, or went away
+            body = await _body(receive, limit, self.state.settings.io_timeout_s, _header(scope, b"content-length"))
+        except _TooLarge:
+            return self._refuse(endpoint, started, 413, f"the request body is larger than {limit} bytes")
+        except (TimeoutError, _Gone) as error:  # stalled past the I/O timeout, or the client went away
+            if isinstance(error, TimeoutError):
+                self.state.metrics.connection_timeouts.inc()
             message = "the request body did not arrive in full"
             return self._refuse(endpoint, started, 408, message, [("Connection", "close")])
+        loop = asyncio.get_running_loop()
+        self.running += 1
+        if self.full:
+            self.on_occupancy()
         try:
-            review = parse_review(body, environ.get("CONTENT_TYPE"))
-            decision = _decide(state, review, endpoint)
-        except ReviewError as error:
-            return self._refuse(endpoint, started, 400, str(error))
-        _record(state.metrics, endpoint, review, decision, time.perf_counter() - started)
-        return 200, render_response(review, decision, mutating=endpoint == MUTATE), ()
+            return await loop.run_in_executor(self._pool(), self._answer, endpoint, body, content_type, started)
+        finally:
+            self.running -= 1
+            if self.running == self.threads - 1:
+                self.on_occupancy()
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="admission")
+        return self._executor
+
+    def _answer(self, endpoint: str, body: bytes, content_type: str | None, started: float) -> _Answered:
+        """In an evaluation thread: the answer to one review's ``body``."""
+        state = self.state
+        try:
+            try:
+                review = parse_review(body, content_type)
+                decision = _decide(state, review, endpoint)
+            except ReviewError as error:
+                return self._refuse(endpoint, started, 400, str(error))
+            _record(state.metrics, endpoint, review, decision, time.perf_counter() - started)
+            return 200, _json(render_response(review, decision, mutating=endpoint == MUTATE)), ()
+        except Exception as error:  # a bug here must not reach the server's plain-text 500
+            log.exception("admission request failed", extra=logs.fields({logs.ENDPOINT: endpoint}))
+            message = f"upgrade-gate: internal error while answering the review: {type(error).__name__}"
+            return 500, _json(render_error(500, "InternalError", message)), ()
 
     def _refuse(
         self, endpoint: str, started: float, code: int, message: str, headers: Sequence[tuple[str, str]] = ()
@@ -143,10 +185,57 @@ class AdmissionEndpoints:
         metrics.requests.labels(endpoint, "", "", "invalid").inc()
         metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
         log.info("bad admission request", extra=logs.fields({logs.ENDPOINT: endpoint, logs.ERROR: message}))
-        return code, render_error(code, _REASONS[code], message), headers
+        return code, _json(render_error(code, _REASONS[code], message)), headers
 
 
 _ENDPOINTS: Mapping[str, str] = {f"/{VALIDATE}": VALIDATE, f"/{MUTATE}": MUTATE}
+
+
+class _TooLarge(Exception):
+    """The body is longer than the limit (drained up to ``_DRAIN_LIMIT``)."""
+
+
+class _Gone(Exception):
+    """The client closed the connection before the body was complete."""
+
+
+async def _body(receive: Receive, limit: int, timeout_s: float, length: str | None) -> bytes:
+    """The request body from ``receive``, each message awaited at most ``timeout_s`` (``TimeoutError``). Raises
+    ``_TooLarge`` past ``limit`` bytes (announced or sent; a body still arriving is read and dropped up to
+    ``_DRAIN_LIMIT``, so that its client receives the answer instead of a reset connection), ``_Gone`` if the
+    client disconnects first."""
+    too_large = length is not None and length.isdigit() and int(length) > limit
+    chunks: list[bytes] = []
+    size, more = 0, True
+    while more:
+        message = await asyncio.wait_for(receive(), timeout_s)
+        if message["type"] == "http.disconnect":
+            raise _Gone
+        chunk = message.get("body", b"")
+        more = message.get("more_body", False)
+        size += len(chunk)
+        too_large = too_large or size > limit
+        if too_large:
+            if size > _DRAIN_LIMIT:
+                break
+            continue
+        chunks.append(chunk)
+    if too_large:
+        raise _TooLarge
+    return b"".join(chunks)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    """The first value of request header ``name`` (lower case), decoded as Latin-1."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _json(document: Mapping[str, Any]) -> bytes:
+    """``document`` as compact JSON, keys in order (what ``flask.jsonify`` sends)."""
+    return json.dumps(document, separators=(",", ":")).encode()
 
 
 def _state() -> State:
@@ -257,16 +346,6 @@ def _http_error(error: HTTPException) -> tuple[Response, int]:
     code = error.code or 500
     reason = _REASONS.get(code, (error.name or "Error").replace(" ", ""))
     return jsonify(render_error(code, reason, error.description or error.name)), code
-
-
-def _drain(stream: Any, limit: int) -> None:
-    """Read and drop up to ``limit`` bytes of a refused body, so that a client still sending it receives
-    the answer instead of a reset connection."""
-    while stream is not None and limit > 0:
-        chunk = stream.read(min(limit, 65536))
-        if not chunk:
-            return
-        limit -= len(chunk)
 
 
 _DRAIN_LIMIT = 16 * 1024 * 1024

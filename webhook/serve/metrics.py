@@ -22,14 +22,16 @@ Labelled series whose label values are known in advance (``endpoint``, ``state``
 Prometheus' instrumentation practices ask, so a query or an alert finds them before the first event.
 
 Under gunicorn every worker is a process: with a multiprocess directory (``prometheus_client`` multiprocess
-mode, which the server enables before importing this module) ``/metrics`` sums all workers' values.
+mode, which ``multiprocess_directory`` enables) ``/metrics`` sums all workers' values.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess, values
 
 #: Latency buckets in seconds: dense below 25 ms, where a webhook should answer.
 LATENCY_BUCKETS = (0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -119,3 +121,18 @@ class Metrics:
 def forget_process(multiprocess_dir: Path, pid: int) -> None:
     """Drop the live gauges of an exited worker (gunicorn's ``child_exit`` hook)."""
     multiprocess.mark_process_dead(pid, str(multiprocess_dir))  # type: ignore[no-untyped-call]
+
+
+def multiprocess_directory(configured: Path | None) -> Path:
+    """Enable ``prometheus_client``'s multiprocess mode in ``configured`` (a new temporary directory if ``None``),
+    emptied of a previous run's files, for the metrics made from now on; returns the directory.
+
+    prometheus_client reads ``PROMETHEUS_MULTIPROC_DIR`` once, when first imported, which other commands' modules
+    may have done already: its value class is chosen again here."""
+    directory = configured or Path(tempfile.mkdtemp(prefix="upgrade-gate-metrics-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
+    return directory

@@ -1,9 +1,9 @@
 """``upgrade-gate serve``: the Flask application under gunicorn, over TLS, with reloads.
 
 Process model (gunicorn's, embedded with a ``BaseApplication`` subclass): the master loads the policy set
-and the application once (``preload_app``), then forks ``workers`` threaded workers that inherit both
-(``webhook.serve.worker``: gunicorn's ``gthread`` with kept-alive connections and I/O timeouts). Each
-worker answers up to ``threads`` requests at once on the shared listening socket.
+and the application once (``preload_app``), then forks ``workers`` workers that inherit both
+(``webhook.serve.worker``: gunicorn's asyncio worker on uvloop, with kept-alive connections and I/O bounds). Each
+worker decides up to ``threads`` reviews at once (``webhook.serve.app``) from the shared listening socket.
 
 - Policies reload on SIGHUP, in place: the master loads the files again, keeps the new set only if it loads,
   and publishes it (``PolicyRuntime`` over a ``SharedRecord``) staged, then active (``PolicyArbiter``); each
@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
@@ -40,7 +39,7 @@ from webhook import logs
 from webhook.errors import InputError, PolicyLoadError
 from webhook.io.kube import ApiSource, WatchCache, connect, policy_resources
 from webhook.policy import PolicySet, cluster_reads
-from webhook.serve.app import create_app
+from webhook.serve.app import AdmissionApp, create_app
 from webhook.serve.metrics import Metrics, forget_process
 from webhook.serve.runtime import PREPARE_INTERVAL_S, ClusterCache, PolicyRuntime
 from webhook.serve.shared import SharedRecord
@@ -74,7 +73,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
     def __init__(
         self,
         settings: ServeSettings,
-        app: Flask,
+        app: AdmissionApp,
         runtime: PolicyRuntime,
         tls: ReloadingContext,
         cluster: ClusterFactory | None = None,
@@ -96,9 +95,9 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         config: dict[str, Any] = {
             "bind": [f"{host}:{settings.port}"],
             "workers": settings.worker_count,
-            "worker_class": admission_worker(settings.io_timeout_s, self.metrics),
-            "threads": settings.threads,
-            "worker_connections": settings.max_connections,
+            "worker_class": admission_worker(settings.io_timeout_s, settings.max_connections, self.metrics),
+            "asgi_loop": "uvloop",
+            "asgi_lifespan": "off",
             "keepalive": math.ceil(settings.keepalive_s),
             # gunicorn kills a worker whose main loop (not a request) is silent for this long.
             "timeout": math.ceil(settings.request_timeout_s) + 10,
@@ -125,8 +124,8 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         for key, value in config.items():
             self.cfg.set(key, value)
 
-    def load(self) -> Flask:
-        """The WSGI application (loaded once, in the master)."""
+    def load(self) -> AdmissionApp:
+        """The ASGI application (loaded once, in the master)."""
         return self.application
 
     def run(self) -> None:

@@ -215,5 +215,12 @@ class ReloadingContext:
         return context
 
     def __call__(self, config: Any, default_factory: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-        """See ``current``; gunicorn's arguments are not used."""
-        return self.current()
+        """gunicorn's hook (its arguments are not used): a context for a server that takes it once, as an event
+        loop's server does, whose every handshake is switched to the ``current`` context (``sni_callback``, which
+        OpenSSL calls for every ClientHello, with or without a server name)."""
+        context = server_context(self.cert, self.key, self.client_ca)
+        context.sni_callback = self._switch
+        return context
+
+    def _switch(self, connection: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, base: ssl.SSLContext) -> None:
+        connection.context = self.current()

@@ -1,53 +1,50 @@
-"""The gunicorn worker of the webhook: gunicorn's threaded worker (``gthread``) with connections that live, and
-bounds on what a client can hold.
+"""The gunicorn worker of the webhook: gunicorn's asyncio worker (``asgi``) on uvloop, with bounds on what a
+client can hold.
 
-Why threads: the kube-apiserver keeps HTTP/1.1 connections to a webhook open between calls (Go's transport,
-90 s idle timeout) when the server lets it. gunicorn's sync workers close every connection, so each admission
-call paid a TCP connection and a TLS handshake; ``gthread`` keeps them (``keepalive_s``, longer than the
-apiserver's idle timeout, so the client closes first and never reuses a connection the server is closing).
-An idle kept-alive connection waits in the worker's poller and holds no thread.
+Why an event loop: an admission call is small and the kube-apiserver keeps its HTTP/1.1 connections to a webhook
+open between calls (Go's transport, 90 s idle timeout), so what the HTTP layer costs per request is most of what a
+webhook adds beyond its policies. gunicorn's threaded worker (``gthread``) hands every request from its poller to a
+thread and back and parses HTTP in Python: a no-op answer cost 240-260 µs of worker CPU, against 65-80 µs on the
+asyncio worker with uvloop (README, "Performance"). The loop reads, writes and accepts; the reviews are decided in
+the application's evaluation threads (``webhook.serve.app``), so that an expensive evaluation never holds the loop.
+``keepalive_s`` is longer than the apiserver's idle timeout, so the client closes first and never reuses a
+connection the server is closing.
 
-Bounds (gunicorn's own, plus some here):
+Bounds:
 
-- at most ``max_connections`` connections per worker (gunicorn's ``worker_connections``); past it the worker
-  stops accepting until one closes, and the kernel's listen backlog queues the rest;
-- a worker whose threads are all taken stops accepting until one is free, so that a new connection goes to a
-  worker that can answer it (the apiserver opens one when its kept-alive ones are busy);
-- a new connection waits in the poller, holding no thread, until it sends something, and again after its TLS
-  handshake until its first request arrives; it is closed after ``keepalive_s`` silent (gunicorn's pending
-  connections, which gunicorn itself parks only after 5 s in a thread); a kept-alive one is closed after
-  ``keepalive_s`` idle;
-- here: every blocking read and write of a connection, the TLS handshake included, times out after
-  ``io_timeout_s`` of silence (``timed`` socket classes), so a client that stalls inside a handshake, a header
-  or a body frees its thread. gunicorn would wait forever there (it makes the socket blocking without a
-  timeout). Such a timeout counts in ``upgrade_gate_connection_timeouts_total`` and closes the connection.
+- a TLS handshake not done within ``io_timeout_s`` is closed (the loop's ``ssl_handshake_timeout``) and counted in
+  ``upgrade_gate_connection_timeouts_total``;
+- a new connection sends its first request, and a kept-alive one its next, within ``keepalive_s`` (gunicorn's
+  keep-alive timer, armed here at connect as well); a body that stalls for ``io_timeout_s`` is answered 408 and
+  its connection closed (``webhook.serve.app``), and counted;
+- at most ``max_connections`` connections per worker, handshaking ones included. At the cap, or while every
+  evaluation thread holds a review, the worker stops accepting (``Listening``): the kernel's listen backlog holds
+  new connections, or a worker with room takes them (the apiserver opens one when its kept-alive ones are busy);
+- an idle connection holds its socket and buffers, nothing else: the loop waits on all of them.
 
-``upgrade_gate_connections{state}`` reports, per worker summed, the open connections and the idle kept-alive
-ones, refreshed every second by the worker's loop.
+``upgrade_gate_connections{state}`` reports, per worker summed, the open connections and the idle ones (in their
+TLS handshake, or waiting for a request), refreshed every second by the worker's loop.
 """
 
 from __future__ import annotations
 
-import errno
-import select
-import selectors
+import asyncio
+import os
 import socket
 import ssl
-import time
+import weakref
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
+from gunicorn.asgi.protocol import ASGIProtocol
 from gunicorn.glogging import Logger
-from gunicorn.workers.gthread import _DEFER as DEFER  # finish_request's "wait in the poller"
-from gunicorn.workers.gthread import TConn, ThreadWorker
+from gunicorn.workers.gasgi import ASGIWorker
 
 from webhook.serve.metrics import Metrics
 
-S = TypeVar("S", bound=socket.socket)
-
-#: How often a worker tells the master it is alive (gunicorn touches a file on every turn of the worker's loop, two
-#: system calls per request; the master only needs it within ``timeout``, tens of seconds), and refreshes its
-#: connection gauges.
+#: How often a worker tells the master it is alive and refreshes its connection gauges.
 HEARTBEAT_S = 1.0
 
 
@@ -61,135 +58,159 @@ class WorkerLogger(Logger):  # type: ignore[misc]  # gunicorn ships no type hint
         return False
 
 
-def timed(base: type[S], seconds: float, metrics: Metrics) -> type[S]:
-    """A subclass of the socket class ``base`` whose blocking mode has a timeout of ``seconds`` (gunicorn calls
-    ``setblocking(True)`` before each read); a timeout is counted and raised as a reset connection, which gunicorn
-    closes quietly."""
+class Listening:
+    """A worker's servers on duplicates of its ``sockets`` (gunicorn's listening sockets, shared by every worker),
+    open while ``full()`` is false: ``update()`` closes them when it turns true and opens new ones when it turns
+    false again, until ``stop()``. Closing a duplicate leaves the listening socket, and the connections queued on
+    it, to the other workers and to this one's next servers. ``factory``, ``context``, ``handshake_timeout_s`` and
+    ``backlog`` go to ``loop.create_server``."""
 
-    def expired(error: TimeoutError) -> ConnectionResetError:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        sockets: Sequence[socket.socket],
+        factory: Callable[[], asyncio.Protocol],
+        context: ssl.SSLContext | None,
+        *,
+        handshake_timeout_s: float,
+        backlog: int,
+        full: Callable[[], bool],
+    ) -> None:
+        self.loop, self.sockets, self.factory, self.context = loop, sockets, factory, context
+        self.handshake_timeout_s, self.backlog, self.full = handshake_timeout_s, backlog, full
+        self.servers: list[asyncio.AbstractServer] = []
+        self.opening: asyncio.Task[None] | None = None
+        self.stopped = False
+
+    def update(self) -> None:
+        """Close the servers if the worker is full, open them (in a task) if it has room again, until ``stop``."""
+        if self.full() or self.stopped:
+            self._close()
+        elif not self.servers and self.opening is None:
+            self.opening = self.loop.create_task(self._open())
+
+    async def _open(self) -> None:
+        try:
+            for listener in self.sockets:
+                server = await self.loop.create_server(
+                    self.factory,
+                    sock=listener.dup(),
+                    ssl=self.context,
+                    ssl_handshake_timeout=self.handshake_timeout_s if self.context is not None else None,
+                    backlog=self.backlog,  # listen() is called again: keep gunicorn's backlog
+                )
+                self.servers.append(server)
+        finally:
+            self.opening = None
+        self.update()  # it may have filled up, or stopped, while the servers opened
+
+    def stop(self) -> None:
+        """Stop accepting for good (the listening sockets stay open, for the other workers)."""
+        self.stopped = True
+        self._close()
+
+    def _close(self) -> None:
+        for server in self.servers:
+            server.close()
+        self.servers = []
+
+
+class AdmissionProtocol(ASGIProtocol):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's HTTP/1.1 protocol, made at accept (before the TLS handshake): counted in its worker's
+    ``protocols``, with a first request due within the keep-alive timeout, and a handshake not done within the I/O
+    timeout counted (the loop closes it)."""
+
+    def __init__(self, worker: Any, metrics: Metrics, io_timeout_s: float) -> None:
+        super().__init__(worker)
+        worker.protocols.add(self)
+        worker.listening.update()
+        if worker.cfg.is_ssl:  # the loop closes a handshake this late; only a weak reference: a failed one is freed
+            worker.loop.call_later(io_timeout_s, _count_stalled_handshake, weakref.ref(self), metrics)
+
+    @property
+    def idle(self) -> bool:
+        """True while in the TLS handshake or waiting for a request."""
+        return self.transport is None or bool(self._awaiting_request)
+
+    @property
+    def kept_alive(self) -> bool:
+        """True while waiting for a request after an answer (what a stopping worker closes at once)."""
+        return self.transport is not None and bool(self._awaiting_request) and self.req_count > 1
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._arm_keepalive_timer()  # gunicorn arms it only between requests; a silent new connection waits too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.worker.protocols.discard(self)
+        self.worker.listening.update()
+
+
+def _count_stalled_handshake(protocol: weakref.ref[AdmissionProtocol], metrics: Metrics) -> None:
+    """Count a connection still in its TLS handshake at the I/O timeout (scheduled before the loop's own timer of
+    the same length, so it runs first)."""
+    found = protocol()
+    if found is not None and found.transport is None:
         metrics.connection_timeouts.inc()
-        return ConnectionResetError(errno.ECONNRESET, f"no progress within {seconds:g}s: {error}")
-
-    class Timed(base):  # type: ignore[valid-type,misc]  # a class built per server, from a class argument
-        __slots__ = ()
-
-        def setblocking(self, flag: bool) -> None:
-            self.settimeout(seconds if flag else 0.0)
-
-        def recv(self, size: int, flags: int = 0) -> bytes:
-            try:
-                return super().recv(size, flags)  # type: ignore[no-any-return]
-            except TimeoutError as error:
-                raise expired(error) from None
-
-        def sendall(self, data: Any, flags: int = 0) -> None:
-            try:
-                super().sendall(data, flags)
-            except TimeoutError as error:
-                raise expired(error) from None
-
-        def do_handshake(self, *args: Any) -> None:
-            try:
-                super().do_handshake(*args)
-            except TimeoutError as error:
-                raise expired(error) from None
-
-    Timed.__name__ = Timed.__qualname__ = f"Timed{base.__name__}"
-    return Timed
 
 
-def admission_worker(io_timeout_s: float, metrics: Metrics) -> type[ThreadWorker]:
-    """gunicorn's ``ThreadWorker`` whose connections wait in the poller, not in a thread, until they have something
-    to read, time out after ``io_timeout_s`` without progress, and report their counts to ``metrics`` (see the module
-    docstring)."""
-    raw_class = timed(socket.socket, io_timeout_s, metrics)
-    tls_class = timed(ssl.SSLSocket, io_timeout_s, metrics)
+def admission_worker(io_timeout_s: float, max_connections: int, metrics: Metrics) -> type[ASGIWorker]:
+    """gunicorn's ``ASGIWorker`` serving the application (a ``webhook.serve.app.AdmissionApp``) with at most
+    ``max_connections`` connections, TLS handshakes and stalled bodies bounded by ``io_timeout_s``, and the
+    connection counts reported to ``metrics`` (see the module docstring)."""
 
-    class AdmissionWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+    class AdmissionWorker(ASGIWorker):  # type: ignore[misc]  # gunicorn ships no type hints
         def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.stopping: asyncio.Event | None = None  # set when ``alive`` turns false, once serving
             super().__init__(*args, **kwargs)
-            self.handed = 0  # connections handed to the thread pool and not finished yet
-            self.notified = self.reported = 0.0
+            self.protocols: weakref.WeakSet[AdmissionProtocol] = weakref.WeakSet()
 
-        def notify(self) -> None:
-            """gunicorn's heartbeat, at most every ``HEARTBEAT_S`` instead of on every turn of the loop."""
-            now = time.monotonic()
-            if now - self.notified >= HEARTBEAT_S:
-                self.notified = now
-                super().notify()
+        @property
+        def alive(self) -> bool:
+            """gunicorn's flag; turning it false (a signal, ``max_requests`` reached) wakes the serving loop."""
+            return self._alive
 
-        def accept(self, listener: socket.socket) -> None:
-            """gunicorn's ``accept``, except that the new connection waits in the poller as a pending one (closed
-            after ``keepalive`` silent) instead of holding a thread for its first bytes."""
-            try:
-                client, address = listener.accept()
-            except OSError as error:
-                if error.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
-                    raise
-                return
-            self.nr_conns += 1
-            conn = TConn(self.cfg, client, address, listener.getsockname())
-            conn.sock.__class__ = raw_class  # same layout: only methods change
-            conn.timeout = time.monotonic() + self.cfg.keepalive  # as finish_request parks a deferred connection
-            self.pending_conns.append(conn)
-            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn))
+        @alive.setter
+        def alive(self, value: bool) -> None:
+            self._alive = value
+            if not value and self.stopping is not None:
+                self.stopping.set()
 
-        def enqueue_req(self, conn: Any) -> None:
-            """gunicorn's, counting the connections handed to threads; with every thread taken, stop accepting
-            (the kernel queues new connections, or another worker with a free thread takes them)."""
-            self.handed += 1
-            super().enqueue_req(conn)
-            if self.handed >= self.cfg.threads:
-                self.set_accept_enabled(False)
+        def full(self) -> bool:
+            """True at the connection cap or while every evaluation thread is taken."""
+            return len(self.protocols) >= max_connections or bool(self.asgi.full)
 
-        def finish_request(self, conn: Any, fs: Any) -> None:
-            """gunicorn's; the worker's loop accepts again once a thread is free (``set_accept_enabled``)."""
-            self.handed -= 1
-            super().finish_request(conn, fs)
-
-        def set_accept_enabled(self, enabled: bool) -> None:
-            super().set_accept_enabled(enabled and self.handed < self.cfg.threads)
-
-        def handle(self, conn: Any) -> Any:
-            """Complete a new connection's TLS handshake, then, if no request has arrived yet, put it back in the
-            poller (a handshaken but silent client holds no thread); else gunicorn's ``handle``."""
-            if self.cfg.is_ssl and not conn.initialized:
-                try:
-                    conn.sock.setblocking(True)
-                    conn.init()
-                except OSError:  # ssl.SSLError too: a failed, reset or stalled handshake closes the connection
-                    return False
-                if not _readable(conn.sock):
-                    conn.data_ready = False
-                    return DEFER
-            return super().handle(conn)
-
-        def init_process(self) -> None:
-            context = self.cfg.ssl_context
-
-            def bounded(config: Any, default_factory: Any) -> ssl.SSLContext:
-                made: ssl.SSLContext = context(config, default_factory)
-                made.sslsocket_class = tls_class
-                return made
-
-            self.cfg.set("ssl_context", bounded)
-            super().init_process()
-
-        def murder_keepalived(self, force: bool = False) -> None:
-            super().murder_keepalived(force)
-            now = time.monotonic()
-            if now - self.reported >= HEARTBEAT_S or force:  # gauges in shared files: not on every turn
-                self.reported = now
-                metrics.connections.labels("open").set(self.nr_conns)
-                metrics.connections.labels("idle").set(len(self.keepalived_conns) + len(self.pending_conns))
+        async def _serve(self) -> None:
+            """gunicorn's serving loop, with ``Listening`` servers (the application's lifespan is not used)."""
+            self.listening = Listening(
+                self.loop,
+                [listener.sock for listener in self.sockets],
+                partial(AdmissionProtocol, self, metrics, io_timeout_s),
+                self._get_ssl_context(),
+                handshake_timeout_s=io_timeout_s,
+                backlog=self.cfg.backlog,
+                full=self.full,
+            )
+            self.asgi.on_occupancy = self.listening.update
+            self.listening.update()
+            self.stopping = asyncio.Event()
+            while self.alive and self.ppid == os.getppid():
+                self.notify()
+                protocols = list(self.protocols)
+                metrics.connections.labels("open").set(len(protocols))
+                metrics.connections.labels("idle").set(sum(protocol.idle for protocol in protocols))
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), HEARTBEAT_S)
+            self.listening.stop()
+            for protocol in list(self.protocols):
+                if protocol.kept_alive:
+                    protocol._keepalive_timeout()
+            # The others end after their answer, a new connection's first request included; gunicorn's shutdown
+            # waits for those past their handshake only.
+            ends = self.loop.time() + self.cfg.graceful_timeout
+            while any(protocol.transport is None for protocol in self.protocols) and self.loop.time() < ends:
+                await asyncio.sleep(0.05)
+            await self._shutdown()
 
     return AdmissionWorker
-
-
-def _readable(connection: socket.socket) -> bool:
-    """True if ``connection`` has bytes to read now (decrypted ones buffered, or more on the socket)."""
-    if isinstance(connection, ssl.SSLSocket) and connection.pending():
-        return True
-    poll = select.poll()  # not select.select: descriptors past 1,023 are normal with many connections
-    poll.register(connection, select.POLLIN)
-    return bool(poll.poll(0))
