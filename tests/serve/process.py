@@ -132,9 +132,11 @@ def serving(
     client_ca: bool = False,
     dev_certs: bool = False,
     env: dict[str, str] | None = None,
+    metrics_dir: bool = True,
 ) -> Iterator[Server]:
     """Run ``upgrade-gate serve`` over ``policies`` in ``tmp`` with fresh certificates (made here, or with
-    ``dev_certs`` by the server itself in ``tmp/certs``); stop it on exit."""
+    ``dev_certs`` by the server itself in ``tmp/certs``) and metrics in ``tmp/metrics`` (with ``metrics_dir``; else
+    where the server chooses); stop it on exit."""
     certs = tmp / "certs"
     port = free_port()
     argv = [str(SCRIPT), "serve", "--policies", str(policies), "--port", str(port), "--cluster", "off", *args]
@@ -145,8 +147,11 @@ def serving(
     if client_ca:
         client = client_certificate(certs, tmp / "client")
         argv += ["--client-ca", str(certs / "ca.crt")]
-    environment = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
-    environment.update({"PROMETHEUS_MULTIPROC_DIR": str(tmp / "metrics"), **(env or {})})
+    unset = {"KUBECONFIG", "PROMETHEUS_MULTIPROC_DIR"}
+    environment = {key: value for key, value in os.environ.items() if key not in unset}
+    if metrics_dir:
+        environment["PROMETHEUS_MULTIPROC_DIR"] = str(tmp / "metrics")
+    environment.update(env or {})
     log = tmp / "server.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=environment, cwd=tmp)

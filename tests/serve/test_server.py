@@ -101,6 +101,16 @@ def _count(server: Server, labels: str, name: str = "upgrade_gate_admission_requ
     return float(found[0].split()[-1]) if found else 0.0
 
 
+def test_metrics_are_served_without_a_configured_directory(tmp_path: Path) -> None:
+    with serving(tmp_path, POLICIES, "--workers", "1", metrics_dir=False) as running:
+        running.review("validate", CASES[2]["review"])
+        assert _count(running, "", "upgrade_gate_policy_generation") == 1
+        assert (
+            _count(running, 'decision="allowed",endpoint="validate",kind="ClusterExtensionRevision",operation="UPDATE"')
+            == 1
+        )
+
+
 def test_every_decision_is_one_json_log_line(server: Server) -> None:
     decisions = [json.loads(line) for line in server.log.read_text().splitlines() if '"admission decision"' in line]
     uids = {d["uid"] for d in decisions}
