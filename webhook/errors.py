@@ -151,3 +151,10 @@ class DeadlineExceeded(BaseException):
     """The admission request's deadline passed while its policies were evaluated (``webhook.policy.cel.cost``).
 
     The message is ``no decision within <seconds>s``."""
+
+
+class Preempted(DeadlineExceeded):
+    """An evaluation on the server's event loop used up its time slice (``webhook.policy.cel.cost.deadline``): it is
+    abandoned, and the request is decided again in an evaluation thread. Evaluators end it as a ``DeadlineExceeded``.
+
+    The message is ``time slice of <seconds>s used up``."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from a2wsgi import ASGIMiddleware
@@ -118,12 +119,14 @@ def test_an_integer_within_float64_is_read(client: Client) -> None:
 
 class Stub:
     """An admitter that works ``sleep`` seconds, checking the request deadline as evaluations do, then raises
-    ``error`` (if any) or allows."""
+    ``error`` (if any) or allows; ``threads`` names the thread of each evaluation begun."""
 
     def __init__(self, policies: PolicySet, store: ObjectStore, *, sleep: float = 0, error: Exception | None = None):
         self.sleep, self.error = sleep, error
+        self.threads: list[str] = []
 
     def decide(self, request: Mapping[str, Any]) -> Allowed:
+        self.threads.append(threading.current_thread().name)
         end = time.monotonic() + self.sleep
         while time.monotonic() < end:
             check_deadline()
@@ -154,6 +157,18 @@ def test_an_evaluation_past_the_deadline_is_refused_with_a_timeout() -> None:
         "message": "upgrade-gate: no decision within 0.2s",
     }
     assert b"upgrade_gate_evaluation_errors_total" in runtime.metrics.exposition()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("sleep", "preempted"), [(0.0, 0), (0.05, 1)], ids=["cheap", "past the slice"])
+def test_a_review_is_decided_on_the_event_loop_unless_it_outlives_its_slice(sleep: float, preempted: int) -> None:
+    runtime = stub_runtime(sleep=sleep)
+    answer = post(make_client(runtime), "validate", CASES[2]["review"])
+    assert answer.json["response"]["allowed"] is True
+    assert runtime.snapshot is not None
+    threads = cast(Stub, runtime.snapshot.admitter).threads
+    assert [name.startswith("admission") for name in threads] == [False] + [True] * preempted
+    exposition = runtime.metrics.exposition()  # type: ignore[union-attr]
+    assert f'upgrade_gate_evaluation_preemptions_total{{endpoint="validate"}} {preempted}.0'.encode() in exposition
 
 
 def test_an_internal_error_denies_the_request_without_an_http_error() -> None:

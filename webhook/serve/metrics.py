@@ -8,6 +8,8 @@ Names follow the apiserver's admission metrics and Gatekeeper's (``gatekeeper_va
   failed closed: internal error or deadline)|``invalid`` (HTTP 4xx; kind and operation then ``""``).
 - ``upgrade_gate_admission_duration_seconds{endpoint}``: latency histogram, from body read to response.
 - ``upgrade_gate_evaluation_errors_total{endpoint}``: evaluations that raised or ran past the deadline.
+- ``upgrade_gate_evaluation_preemptions_total{endpoint}``: evaluations that outlived their time slice on a worker's
+  event loop and were done again in an evaluation thread (``webhook.serve.app``).
 - ``upgrade_gate_fail_closed_total{endpoint, policy}``: requests denied because a ``failurePolicy: Fail``
   policy errored (rather than because a validation was false).
 - ``upgrade_gate_policy_generation``: generation of the policy set being served (1 = first load).
@@ -61,6 +63,12 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.preemptions = Counter(
+            "upgrade_gate_evaluation_preemptions",
+            "Evaluations that outlived their time slice on the event loop and were done again in a thread.",
+            ["endpoint"],
+            registry=self.registry,
+        )
         self.evaluation_errors = Counter(
             "upgrade_gate_evaluation_errors",
             "Evaluations that raised an internal error or ran past the request deadline.",
@@ -106,6 +114,7 @@ class Metrics:
         for endpoint in ENDPOINTS:
             self.latency.labels(endpoint)
             self.evaluation_errors.labels(endpoint)
+            self.preemptions.labels(endpoint)
         for state in CONNECTION_STATES:
             self.connections.labels(state)
 

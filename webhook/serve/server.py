@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import resource
 import signal
 import socket
 import sys
@@ -53,9 +54,12 @@ ClusterFactory = Callable[[], ClusterCache]
 
 #: The apiserver decodes JSON nested up to 10,000 levels (``k8s.io/apimachinery/pkg/util/json``) and sends such
 #: objects to webhooks as they are. Reading one takes a recursion level per nesting level, converting it to CEL
-#: about two: the interpreter's limit and the request threads' stacks are raised to match.
+#: about two: the interpreter's limit and the stacks of the threads that evaluate are raised to match: the
+#: evaluation threads' and, since reviews are first evaluated on the event loop, the main thread's (its stack grows
+#: on demand up to the soft ``RLIMIT_STACK``, raised here before the workers are forked; Linux leaves at least
+#: 128 MiB for it below the stack's top).
 RECURSION_LIMIT = 24_000
-THREAD_STACK_BYTES = 64 * 1024 * 1024
+STACK_BYTES = 64 * 1024 * 1024
 #: How long a request thread keeps the interpreter before another may take it (CPython's default: 5 ms). A cheap
 #: request sharing a worker with an expensive evaluation waits that long at each of its turns (reading, deciding,
 #: answering): 40 ms at the default, 5 ms at this (``benchmarks/admission.py``, faults), for a few switches more
@@ -238,6 +242,15 @@ def serve(settings: ServeSettings) -> None:
         raise PolicyLoadError(runtime.error or "the policy set does not load")
     cluster = cluster_cache(settings, runtime.snapshot.policies)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
-    threading.stack_size(THREAD_STACK_BYTES)
+    threading.stack_size(STACK_BYTES)
+    _raise_stack_limit(STACK_BYTES)
     sys.setswitchinterval(SWITCH_INTERVAL_S)  # the forked workers inherit it
     WebhookServer(settings, create_app(settings, runtime, metrics), runtime, tls, cluster, metrics=metrics).run()
+
+
+def _raise_stack_limit(size: int) -> None:
+    """Let the main thread's stack grow to ``size`` bytes (the soft ``RLIMIT_STACK``, within the hard limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    wanted = size if hard == resource.RLIM_INFINITY else min(size, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_STACK, (wanted, hard))

@@ -5,8 +5,9 @@ Why an event loop: an admission call is small and the kube-apiserver keeps its H
 open between calls (Go's transport, 90 s idle timeout), so what the HTTP layer costs per request is most of what a
 webhook adds beyond its policies. gunicorn's threaded worker (``gthread``) hands every request from its poller to a
 thread and back and parses HTTP in Python: a no-op answer cost 240-260 µs of worker CPU, against 65-80 µs on the
-asyncio worker with uvloop (README, "Performance"). The loop reads, writes and accepts; the reviews are decided in
-the application's evaluation threads (``webhook.serve.app``), so that an expensive evaluation never holds the loop.
+asyncio worker with uvloop (README, "Performance"). The loop reads, decides, writes and accepts; a review whose
+evaluation outlives a short time slice is decided again in the application's evaluation threads
+(``webhook.serve.app``), so that an expensive evaluation never holds the loop.
 ``keepalive_s`` is longer than the apiserver's idle timeout, so the client closes first and never reuses a
 connection the server is closing.
 
@@ -18,7 +19,7 @@ Bounds:
   keep-alive timer, armed here at connect as well); a body that stalls for ``io_timeout_s`` is answered 408 and
   its connection closed (``webhook.serve.app``), and counted;
 - at most ``max_connections`` connections per worker, handshaking ones included. At the cap, or while every
-  evaluation thread holds a review, the worker stops accepting (``Listening``): the kernel's listen backlog holds
+  evaluation thread holds a (preempted) review, the worker stops accepting (``Listening``): the kernel's listen backlog holds
   new connections, or a worker with room takes them (the apiserver opens one when its kept-alive ones are busy);
 - an idle connection holds its socket and buffers, nothing else: the loop waits on all of them.
 

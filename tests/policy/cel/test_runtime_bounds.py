@@ -1,5 +1,6 @@
 """Run-time bounds of an evaluation, the same on both CEL engines: cel-cpp's comprehension iteration cap, and the
-request deadline, which ends an evaluation in progress and every later one (``webhook.policy.cel.cost``)."""
+request deadline and its time slice, which end an evaluation in progress and every later one
+(``webhook.policy.cel.cost``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 
 import pytest
 
-from webhook.errors import CostLimitExceeded, DeadlineExceeded
+from webhook.errors import CostLimitExceeded, DeadlineExceeded, Preempted
 from webhook.policy.cel import evaluate
 from webhook.policy.cel.cost import deadline
 from webhook.settings import CEL_ENGINES
@@ -55,3 +56,26 @@ def test_a_passed_deadline_ends_every_later_evaluation_of_the_request(engine: st
         for _ in range(2):
             with pytest.raises(DeadlineExceeded):
                 evaluate("1 + 1", engine=engine)
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+def test_a_time_slice_preempts_an_evaluation_in_progress_and_every_later_one(engine: str) -> None:
+    started = time.monotonic()
+    with deadline(5.0, 0.02):
+        with pytest.raises(Preempted, match=r"^time slice of 0\.02s used up$"):
+            evaluate(SLOW, {"xs": _items(21)}, engine=engine)
+        assert time.monotonic() - started < 1.0
+        with pytest.raises(Preempted):
+            evaluate("1 + 1", engine=engine)
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+def test_an_evaluation_within_its_slice_is_not_preempted(engine: str) -> None:
+    with deadline(5.0, 1.0):
+        assert evaluate("1 + 1", engine=engine) == 2
+
+
+def test_a_deadline_that_passes_with_the_slice_is_the_deadline() -> None:
+    with deadline(0.0, 0.0), pytest.raises(DeadlineExceeded) as raised:
+        evaluate("1 + 1")
+    assert type(raised.value) is DeadlineExceeded

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator, Sized
 from contextlib import contextmanager
 
-from webhook.errors import CostLimitExceeded, DeadlineExceeded
+from webhook.errors import CostLimitExceeded, DeadlineExceeded, Preempted
 
 #: The apiserver's per-expression limit (``PerCallLimit``).
 DEFAULT_COST_LIMIT = 1_000_000
@@ -42,33 +42,50 @@ _CHECK_EVERY = 256
 
 
 class Deadline:
-    """The wall-clock end of one admission request's evaluations, ``seconds`` from now (monotonic clock).
+    """The wall-clock end of one admission request's evaluations, ``seconds`` from now (monotonic clock), and the end
+    of the slice of it they may take where they run, ``slice_s`` from now (``math.inf``: all of it).
 
-    ``check`` raises ``DeadlineExceeded`` (``no decision within <seconds>s``) once the time has passed, and on every
-    later call (``expired`` stays true). Shared by the evaluations of one request, in one thread.
+    ``check`` raises ``DeadlineExceeded`` (``no decision within <seconds>s``) once the time has passed, else
+    ``Preempted`` (``time slice of <slice_s>s used up``) once the slice has, and raises the same on every later call
+    (``expired`` stays true). Shared by the evaluations of one request, in one thread.
     """
 
-    __slots__ = ("at", "expired", "seconds")
+    __slots__ = ("at", "ended", "seconds", "slice_at", "slice_s")
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.at = time.monotonic() + seconds
-        self.expired = False
+    def __init__(self, seconds: float, slice_s: float = math.inf) -> None:
+        now = time.monotonic()
+        self.seconds, self.slice_s = seconds, slice_s
+        self.at, self.slice_at = now + seconds, now + slice_s
+        self.ended: type[DeadlineExceeded] | None = None
+
+    @property
+    def expired(self) -> bool:
+        """True once ``check`` has raised."""
+        return self.ended is not None
 
     def check(self) -> None:
-        """Raise ``DeadlineExceeded`` if the deadline has passed (or passed before)."""
-        if self.expired or time.monotonic() >= self.at:
-            self.expired = True
-            raise DeadlineExceeded(f"no decision within {self.seconds:g}s")
+        """Raise ``DeadlineExceeded`` if the deadline has passed, ``Preempted`` if the slice has (or passed before)."""
+        if self.ended is None:
+            now = time.monotonic()
+            if now >= self.at:
+                self.ended = DeadlineExceeded
+            elif now >= self.slice_at:
+                self.ended = Preempted
+            else:
+                return
+        if self.ended is Preempted:
+            raise Preempted(f"time slice of {self.slice_s:g}s used up")
+        raise DeadlineExceeded(f"no decision within {self.seconds:g}s")
 
 
 _DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("request_deadline", default=None)
 
 
 @contextmanager
-def deadline(seconds: float) -> Iterator[Deadline]:
-    """Bound every CEL evaluation in the block (this thread or context) by a ``Deadline`` of ``seconds``."""
-    current = Deadline(seconds)
+def deadline(seconds: float, slice_s: float = math.inf) -> Iterator[Deadline]:
+    """Bound every CEL evaluation in the block (this thread or context) by a ``Deadline`` of ``seconds`` and a slice of
+    ``slice_s`` (the webhook's event loop evaluates in place for that long at most, then in a thread)."""
+    current = Deadline(seconds, slice_s)
     token = _DEADLINE.set(current)
     try:
         yield current
