@@ -19,8 +19,9 @@ Bounds:
   keep-alive timer, armed here at connect as well); a body that stalls for ``io_timeout_s`` is answered 408 and
   its connection closed (``webhook.serve.app``), and counted;
 - at most ``max_connections`` connections per worker, handshaking ones included. At the cap, or while every
-  evaluation thread holds a (preempted) review, the worker stops accepting (``Listening``): the kernel's listen backlog holds
-  new connections, or a worker with room takes them (the apiserver opens one when its kept-alive ones are busy);
+  evaluation thread holds a (preempted) review, the worker stops accepting (``Listening``): the kernel's listen
+  backlog holds new connections, or a worker with room takes them (the apiserver opens one when its kept-alive ones
+  are busy);
 - an idle connection holds its socket and buffers, nothing else: the loop waits on all of them.
 
 ``upgrade_gate_connections{state}`` reports, per worker summed, the open connections and the idle ones (in their
