@@ -94,9 +94,9 @@ class ServeSettings:
     ``DEFAULT_CEL_ENGINE``: the CEL backend, one of ``CEL_ENGINES``).
 
     Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU core), ``threads`` (``UPGRADE_GATE_THREADS``,
-    4: requests each worker answers at once, gunicorn's threaded workers), ``request_timeout_s``
-    (``UPGRADE_GATE_REQUEST_TIMEOUT``, 8 s: an evaluation still running then is stopped and the request
-    refused, below the webhook configuration's default ``timeoutSeconds`` of 10), ``max_body_bytes``
+    4: evaluation threads per worker, for reviews that outlive their time slice on the worker's event loop),
+    ``request_timeout_s`` (``UPGRADE_GATE_REQUEST_TIMEOUT``, 8 s: an evaluation still running then is stopped and
+    the request refused, below the webhook configuration's default ``timeoutSeconds`` of 10), ``max_body_bytes``
     (3 MiB, the apiserver's ``MaxRequestSizeBytes``), ``reload_interval_s``
     (``UPGRADE_GATE_RELOAD_INTERVAL``, 2 s: how often policy and certificate files are checked for changes),
     ``resync_s`` (``UPGRADE_GATE_RESYNC``, 600 s: full relist period of the cluster cache), ``keepalive_s``

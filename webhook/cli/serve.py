@@ -28,7 +28,11 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option("--host", help="Address to listen on.  [default: 127.0.0.1]")
 @click.option("--port", type=click.IntRange(1, 65535), help="HTTPS port.  [default: 8443]")
 @click.option("--workers", type=click.IntRange(0), help="Worker processes; 0 = one per CPU core.  [default: 0]")
-@click.option("--threads", type=click.IntRange(1), help="Requests each worker answers at once.  [default: 4]")
+@click.option(
+    "--threads",
+    type=click.IntRange(1),
+    help="Evaluation threads per worker, for reviews that outlive their slice on the event loop.  [default: 4]",
+)
 @click.option("--cluster", type=click.Choice(["auto", "on", "off"]), help="Watch a cluster.  [default: auto]")
 @click.option("--kubeconfig", type=_FILE, help="kubeconfig file (else in-cluster, then $KUBECONFIG).")
 @click.option("--request-timeout", type=click.FloatRange(0.1), help="Seconds per evaluation.  [default: 8]")
