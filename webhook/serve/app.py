@@ -223,7 +223,8 @@ async def _body(receive: Receive, limit: int, timeout_s: float, length: str | No
     chunks: list[bytes] = []
     size, more = 0, True
     while more:
-        message = await asyncio.wait_for(receive(), timeout_s)
+        async with asyncio.timeout(timeout_s):  # a timer, where wait_for would make a task per message
+            message = await receive()
         if message["type"] == "http.disconnect":
             raise _Gone
         chunk = message.get("body", b"")
