@@ -4,6 +4,7 @@ CEL backends."""
 from __future__ import annotations
 
 import copy
+import random
 import re
 from typing import Any
 
@@ -117,10 +118,56 @@ MANAGED = {"managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {"f:r
         pytest.param({"a": {"b": {"c": [{"d": 1}]}}}, {"a": {"b": {"c": [{"d": 1, "e": 2}]}}}, id="inside a list item"),
         pytest.param({"a": 1}, {"a": 1}, id="no change"),
         pytest.param({"a": 1, "b": 2}, {"b": 3}, id="a member removed beside a change"),
+        pytest.param({"s": {}}, {"s": {"a/b": 1, "c~d": {"e": [1]}}}, id="members added, names escaped"),
+        pytest.param({"s": {"a": 1, "b": {"c": 2}}}, {"s": {}}, id="members removed"),
+        pytest.param({"s": {"a": {"b": 1}, "c": [1]}}, {"s": {"a": 2, "c": {"d": 1}}}, id="containers replaced"),
+        pytest.param({"s": {"a": 1}, "t": {"x": 2}}, {"s": {}, "t": {"x": 2, "y": 1}}, id="moved to another object"),
+        pytest.param({"s": {"a": 1}, "t": {}}, {"s": {}, "t": {"y": 2}}, id="removed and added, not equal"),
+        pytest.param({"s": {"a": [1, 2]}}, {"s": {"a": [2], "b": 1}}, id="a list compared beside an add"),
+        pytest.param({"s": {1: "a"}}, {"s": {1: "a", "b": 2}}, id="a member name that is not a string"),
     ],
 )
 def test_json_patch_is_jsonpatch_make_patch(source: dict[str, Any], target: dict[str, Any]) -> None:
     assert json_patch(source, target) == jsonpatch.make_patch(source, target).patch
+
+
+def test_json_patch_copies_the_values_it_adds() -> None:
+    added = {"b": {"c": 1}}
+    patch = json_patch({"a": 1}, {"a": 1, **added})
+    assert patch == [{"op": "add", "path": "/b", "value": {"c": 1}}]
+    assert patch[0]["value"] is not added["b"]
+
+
+def _random_json(rng: random.Random, depth: int) -> Any:
+    kind = rng.choice(["scalar", "scalar", "object", "object", "list"] if depth > 0 else ["scalar"])
+    if kind == "object":
+        return {rng.choice("abcde/~"): _random_json(rng, depth - 1) for _ in range(rng.randint(0, 4))}
+    if kind == "list":
+        return [_random_json(rng, depth - 1) for _ in range(rng.randint(0, 3))]
+    return rng.choice([0, 1, 1.0, True, False, None, "x", "y"])
+
+
+def _changed(rng: random.Random, value: Any, depth: int) -> Any:
+    if not isinstance(value, dict) or rng.random() < 0.15:
+        return _random_json(rng, depth)
+    changed = {key: _changed(rng, item, depth - 1) if rng.random() < 0.4 else item for key, item in value.items()}
+    for key in rng.sample(sorted(changed), k=min(len(changed), rng.randint(0, 1))):
+        del changed[key]
+    for _ in range(rng.randint(0, 2)):
+        changed[rng.choice("abcdef")] = _random_json(rng, depth - 1)
+    return changed
+
+
+def test_json_patch_is_jsonpatch_make_patch_on_random_objects() -> None:
+    rng = random.Random(7)
+    for _ in range(2000):
+        source = {"s": _random_json(rng, 3), "t": _random_json(rng, 2)}
+        target = _changed(rng, source, 3)
+        try:
+            expected = jsonpatch.make_patch(source, target).patch
+        except TypeError:  # pragma: no cover - only string member names are generated
+            continue
+        assert json_patch(source, target) == expected, (source, target)
 
 
 PATCHED: dict[str, Any] = {
