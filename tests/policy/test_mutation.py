@@ -196,6 +196,17 @@ PATCHED: dict[str, Any] = {
         ),
         pytest.param([{"op": "replace", "path": "", "value": {"a": 1}}], id="the whole document replaced"),
         pytest.param([{"op": "add", "path": "/metadata/labels/~1b~0", "value": "x"}], id="an escaped member name"),
+        pytest.param([{"op": "replace", "path": "/spec/m/n", "value": {"p": [1]}}], id="a member replaced"),
+        pytest.param([{"op": "add", "path": "/spec/m/n", "value": 2}], id="a member added over one"),
+        pytest.param([{"op": "add", "path": "/spec/", "value": 2}], id="the member named ''"),
+        pytest.param(
+            [{"op": "add", "path": "/spec/z", "value": {"a": 1}}, {"op": "add", "path": "/spec/z/b", "value": 2}],
+            id="a member added inside one just added",
+        ),
+        pytest.param(
+            [{"op": "remove", "path": "/spec/m/n"}, {"op": "add", "path": "/spec/m/q", "value": None}],
+            id="removed and added in one object",
+        ),
     ],
 )
 def test_apply_json_patch_is_jsonpatch_and_leaves_the_object(operations: list[dict[str, Any]]) -> None:
@@ -203,6 +214,18 @@ def test_apply_json_patch_is_jsonpatch_and_leaves_the_object(operations: list[di
     patched = apply_json_patch(source, copy.deepcopy(operations))
     assert patched == jsonpatch.apply_patch(PATCHED, operations)
     assert source == PATCHED
+
+
+def test_apply_json_patch_copies_the_values_it_adds() -> None:
+    value = {"p": [1]}
+    operations = [
+        {"op": "add", "path": "/spec/z", "value": value},
+        {"op": "replace", "path": "/spec/m", "value": value},
+    ]
+    patched = apply_json_patch(PATCHED, operations)
+    assert patched["spec"]["z"] == patched["spec"]["m"] == value
+    assert patched["spec"]["z"] is not value
+    assert patched["spec"]["m"] is not value
 
 
 def test_apply_json_patch_keeps_what_it_does_not_touch() -> None:
@@ -245,6 +268,12 @@ def test_apply_json_patch_is_all_or_nothing(operations: list[dict[str, Any]], er
         pytest.param({"op": "frob", "path": "/spec/z"}, id="an unknown op"),
         pytest.param({"op": "add", "value": 1}, id="no path"),
         pytest.param({"op": "add", "path": "spec/z", "value": 1}, id="a path that is no JSON pointer"),
+        pytest.param({"op": "add", "path": "/spec/z"}, id="no value"),
+        pytest.param({"op": "replace", "path": "/spec/z", "value": 1}, id="a missing member replaced"),
+        pytest.param({"op": "remove", "path": "/spec/z"}, id="a missing member removed"),
+        pytest.param({"op": "add", "path": "/spec/z/y", "value": 1}, id="added under a missing member"),
+        pytest.param({"op": "add", "path": "/spec/m/n/o/p", "value": 1}, id="added under a number"),
+        pytest.param({"op": "remove", "path": "/spec/m/n/~2"}, id="a bad escape"),
     ],
 )
 def test_a_malformed_operation_is_refused_with_jsonpatch_s_words(operation: dict[str, Any]) -> None:

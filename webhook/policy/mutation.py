@@ -275,6 +275,8 @@ def apply_json_patch(obj: Any, operations: Any) -> Any:
     document = _shallow_copy(obj)
     try:
         for operation in operations:
+            if _member_change(document, operation):
+                continue
             step = _operation(operation)
             document = _copy_path(document, step.pointer.parts)
             if isinstance(operation.get("from"), str):
@@ -285,6 +287,36 @@ def apply_json_patch(obj: Any, operations: Any) -> Any:
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
         raise MutationError(f"JSON patch could not be applied: {err}") from None
     return document
+
+
+def _member_change(document: Any, operation: dict[str, Any]) -> bool:
+    """Apply ``operation`` to ``document`` here, as jsonpatch would, if it adds, replaces or removes a member of an
+    object that exists, on a path of object members without escapes (what mutations mostly do); the containers
+    on its path are copied first (``_copy_path``). False, with ``document`` unchanged, for any other operation
+    (a list item, a missing member, something malformed): jsonpatch applies it, or words its error."""
+    name, path = operation.get("op"), operation.get("path")
+    if name not in _MEMBER_CHANGES or type(path) is not str or path[:1] != "/" or "~" in path:
+        return False
+    if name != "remove" and "value" not in operation:
+        return False
+    *parents, key = path[1:].split("/")
+    parent = document
+    for part in parents:
+        parent = parent.get(part) if type(parent) is dict else None
+    if type(parent) is not dict or (name != "add" and key not in parent):
+        return False
+    parent = document
+    for part in parents:
+        parent[part] = dict(parent[part])
+        parent = parent[part]
+    if name == "remove":
+        del parent[key]
+    else:
+        parent[key] = _json_copy(operation["value"])  # jsonpatch inserts a copy
+    return True
+
+
+_MEMBER_CHANGES = frozenset({"add", "replace", "remove"})
 
 
 def _operation(operation: dict[str, Any]) -> jsonpatch.PatchOperation:
