@@ -74,9 +74,25 @@ def test_plain_json_is_passed_to_cel_cpp_as_it_is_and_only_what_changes_is_copie
 
 
 @pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param(
+            {1: "a", "b": [2**63 - 1, -(2**63)]}, {1: "a", "b": [2**63 - 1, -(2**63)]}, id="a key not a string"
+        ),
+        pytest.param({"a": [b"x", bytearray(b"y")]}, {"a": [b"x", b"y"]}, id="bytes"),
+        pytest.param({"a": {"b": (1, 2)}}, {"a": {"b": [1, 2]}}, id="a tuple"),
+    ],
+)
+def test_what_is_not_plain_json_is_converted_where_it_is(value: object, expected: object) -> None:
+    assert to_expr(value, TYPES) == expected
+
+
+@pytest.mark.parametrize(
     ("value", "message"),
     [
         pytest.param({"a": [{"b": 2**63}]}, "$.a[0].b: integer overflow", id="an int beyond int64"),
+        pytest.param([[{"b": -(2**63) - 1}]], "$[0][0].b: integer overflow", id="an int below int64 in a list"),
+        pytest.param({"a": {"b": bytearray(b"x"), "c": 2**64}}, "$.a.c: integer overflow", id="beside a bytearray"),
         pytest.param({"a": (1, object())}, "$.a[1]: a object is not a JSON value", id="a non-JSON value"),
     ],
 )
