@@ -10,7 +10,7 @@ from google.protobuf import timestamp_pb2
 
 from webhook.errors import CelEvaluationError
 from webhook.policy.cel.celexpr.types import LibraryTypes
-from webhook.policy.cel.celexpr.values import to_expr
+from webhook.policy.cel.celexpr.values import from_expr, to_expr
 from webhook.policy.cel.libraries import LIBRARY, format, net, semver
 from webhook.policy.cel.libraries.optional import Optional
 from webhook.policy.cel.libraries.registry import function
@@ -71,6 +71,12 @@ def test_plain_json_is_passed_to_cel_cpp_as_it_is_and_only_what_changes_is_copie
     assert converted["keep"] is items
     assert isinstance(converted["when"][1], timestamp_pb2.Timestamp)
     assert when[1] is moment  # the input is never changed
+
+
+def test_a_result_is_converted_only_where_it_is_not_plain_json() -> None:
+    plain: list[object] = [{"op": "add", "value": [1, 2.5, None]}]
+    assert from_expr(plain) is plain
+    assert from_expr([{"b": bytearray(b"x")}, 1]) == [{"b": b"x"}, 1]
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ from webhook.policy.cel.backend import VARIABLES, Backend, Executable, Limits, V
 from webhook.policy.cel.celexpr.composition import VARIABLE_READER, bound_variables, read_variables
 from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, declarations, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
-from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
+from webhook.policy.cel.celexpr.values import decoded, from_expr, plain_json, to_expr
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
 from webhook.policy.cel.frontend.check import FrontEnd, Signatures, front_end, uses_optionals
 from webhook.policy.cel.frontend.standard import STANDARD
@@ -498,8 +498,11 @@ class CelExprBackend:
         return value
 
     def to_python(self, value: object) -> object:
-        """See ``webhook.policy.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
+        """See ``webhook.policy.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded;
+        plain JSON (``values.plain_json``: an evaluation's result, which no one else holds) is not copied."""
         if value is True or value is False or value is None:  # most results: nothing to walk
+            return value
+        if (type(value) is dict or type(value) is list) and plain_json(value):
             return value
         return _json(value, self.types)
 
