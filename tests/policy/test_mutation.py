@@ -4,6 +4,7 @@ CEL backends."""
 from __future__ import annotations
 
 import copy
+import random
 import re
 from typing import Any
 
@@ -117,10 +118,56 @@ MANAGED = {"managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {"f:r
         pytest.param({"a": {"b": {"c": [{"d": 1}]}}}, {"a": {"b": {"c": [{"d": 1, "e": 2}]}}}, id="inside a list item"),
         pytest.param({"a": 1}, {"a": 1}, id="no change"),
         pytest.param({"a": 1, "b": 2}, {"b": 3}, id="a member removed beside a change"),
+        pytest.param({"s": {}}, {"s": {"a/b": 1, "c~d": {"e": [1]}}}, id="members added, names escaped"),
+        pytest.param({"s": {"a": 1, "b": {"c": 2}}}, {"s": {}}, id="members removed"),
+        pytest.param({"s": {"a": {"b": 1}, "c": [1]}}, {"s": {"a": 2, "c": {"d": 1}}}, id="containers replaced"),
+        pytest.param({"s": {"a": 1}, "t": {"x": 2}}, {"s": {}, "t": {"x": 2, "y": 1}}, id="moved to another object"),
+        pytest.param({"s": {"a": 1}, "t": {}}, {"s": {}, "t": {"y": 2}}, id="removed and added, not equal"),
+        pytest.param({"s": {"a": [1, 2]}}, {"s": {"a": [2], "b": 1}}, id="a list compared beside an add"),
+        pytest.param({"s": {1: "a"}}, {"s": {1: "a", "b": 2}}, id="a member name that is not a string"),
     ],
 )
 def test_json_patch_is_jsonpatch_make_patch(source: dict[str, Any], target: dict[str, Any]) -> None:
     assert json_patch(source, target) == jsonpatch.make_patch(source, target).patch
+
+
+def test_json_patch_copies_the_values_it_adds() -> None:
+    added = {"b": {"c": 1}}
+    patch = json_patch({"a": 1}, {"a": 1, **added})
+    assert patch == [{"op": "add", "path": "/b", "value": {"c": 1}}]
+    assert patch[0]["value"] is not added["b"]
+
+
+def _random_json(rng: random.Random, depth: int) -> Any:
+    kind = rng.choice(["scalar", "scalar", "object", "object", "list"] if depth > 0 else ["scalar"])
+    if kind == "object":
+        return {rng.choice("abcde/~"): _random_json(rng, depth - 1) for _ in range(rng.randint(0, 4))}
+    if kind == "list":
+        return [_random_json(rng, depth - 1) for _ in range(rng.randint(0, 3))]
+    return rng.choice([0, 1, 1.0, True, False, None, "x", "y"])
+
+
+def _changed(rng: random.Random, value: Any, depth: int) -> Any:
+    if not isinstance(value, dict) or rng.random() < 0.15:
+        return _random_json(rng, depth)
+    changed = {key: _changed(rng, item, depth - 1) if rng.random() < 0.4 else item for key, item in value.items()}
+    for key in rng.sample(sorted(changed), k=min(len(changed), rng.randint(0, 1))):
+        del changed[key]
+    for _ in range(rng.randint(0, 2)):
+        changed[rng.choice("abcdef")] = _random_json(rng, depth - 1)
+    return changed
+
+
+def test_json_patch_is_jsonpatch_make_patch_on_random_objects() -> None:
+    rng = random.Random(7)
+    for _ in range(2000):
+        source = {"s": _random_json(rng, 3), "t": _random_json(rng, 2)}
+        target = _changed(rng, source, 3)
+        try:
+            expected = jsonpatch.make_patch(source, target).patch
+        except TypeError:  # pragma: no cover - only string member names are generated
+            continue
+        assert json_patch(source, target) == expected, (source, target)
 
 
 PATCHED: dict[str, Any] = {
@@ -149,6 +196,17 @@ PATCHED: dict[str, Any] = {
         ),
         pytest.param([{"op": "replace", "path": "", "value": {"a": 1}}], id="the whole document replaced"),
         pytest.param([{"op": "add", "path": "/metadata/labels/~1b~0", "value": "x"}], id="an escaped member name"),
+        pytest.param([{"op": "replace", "path": "/spec/m/n", "value": {"p": [1]}}], id="a member replaced"),
+        pytest.param([{"op": "add", "path": "/spec/m/n", "value": 2}], id="a member added over one"),
+        pytest.param([{"op": "add", "path": "/spec/", "value": 2}], id="the member named ''"),
+        pytest.param(
+            [{"op": "add", "path": "/spec/z", "value": {"a": 1}}, {"op": "add", "path": "/spec/z/b", "value": 2}],
+            id="a member added inside one just added",
+        ),
+        pytest.param(
+            [{"op": "remove", "path": "/spec/m/n"}, {"op": "add", "path": "/spec/m/q", "value": None}],
+            id="removed and added in one object",
+        ),
     ],
 )
 def test_apply_json_patch_is_jsonpatch_and_leaves_the_object(operations: list[dict[str, Any]]) -> None:
@@ -156,6 +214,18 @@ def test_apply_json_patch_is_jsonpatch_and_leaves_the_object(operations: list[di
     patched = apply_json_patch(source, copy.deepcopy(operations))
     assert patched == jsonpatch.apply_patch(PATCHED, operations)
     assert source == PATCHED
+
+
+def test_apply_json_patch_copies_the_values_it_adds() -> None:
+    value = {"p": [1]}
+    operations = [
+        {"op": "add", "path": "/spec/z", "value": value},
+        {"op": "replace", "path": "/spec/m", "value": value},
+    ]
+    patched = apply_json_patch(PATCHED, operations)
+    assert patched["spec"]["z"] == patched["spec"]["m"] == value
+    assert patched["spec"]["z"] is not value
+    assert patched["spec"]["m"] is not value
 
 
 def test_apply_json_patch_keeps_what_it_does_not_touch() -> None:
@@ -198,6 +268,12 @@ def test_apply_json_patch_is_all_or_nothing(operations: list[dict[str, Any]], er
         pytest.param({"op": "frob", "path": "/spec/z"}, id="an unknown op"),
         pytest.param({"op": "add", "value": 1}, id="no path"),
         pytest.param({"op": "add", "path": "spec/z", "value": 1}, id="a path that is no JSON pointer"),
+        pytest.param({"op": "add", "path": "/spec/z"}, id="no value"),
+        pytest.param({"op": "replace", "path": "/spec/z", "value": 1}, id="a missing member replaced"),
+        pytest.param({"op": "remove", "path": "/spec/z"}, id="a missing member removed"),
+        pytest.param({"op": "add", "path": "/spec/z/y", "value": 1}, id="added under a missing member"),
+        pytest.param({"op": "add", "path": "/spec/m/n/o/p", "value": 1}, id="added under a number"),
+        pytest.param({"op": "remove", "path": "/spec/m/n/~2"}, id="a bad escape"),
     ],
 )
 def test_a_malformed_operation_is_refused_with_jsonpatch_s_words(operation: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ from google.protobuf import timestamp_pb2
 
 from webhook.errors import CelEvaluationError
 from webhook.policy.cel.celexpr.types import LibraryTypes
-from webhook.policy.cel.celexpr.values import to_expr
+from webhook.policy.cel.celexpr.values import from_expr, to_expr
 from webhook.policy.cel.libraries import LIBRARY, format, net, semver
 from webhook.policy.cel.libraries.optional import Optional
 from webhook.policy.cel.libraries.registry import function
@@ -73,10 +73,32 @@ def test_plain_json_is_passed_to_cel_cpp_as_it_is_and_only_what_changes_is_copie
     assert when[1] is moment  # the input is never changed
 
 
+def test_a_result_is_converted_only_where_it_is_not_plain_json() -> None:
+    plain: list[object] = [{"op": "add", "value": [1, 2.5, None]}]
+    assert from_expr(plain) is plain
+    assert from_expr([{"b": bytearray(b"x")}, 1]) == [{"b": b"x"}, 1]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param(
+            {1: "a", "b": [2**63 - 1, -(2**63)]}, {1: "a", "b": [2**63 - 1, -(2**63)]}, id="a key not a string"
+        ),
+        pytest.param({"a": [b"x", bytearray(b"y")]}, {"a": [b"x", b"y"]}, id="bytes"),
+        pytest.param({"a": {"b": (1, 2)}}, {"a": {"b": [1, 2]}}, id="a tuple"),
+    ],
+)
+def test_what_is_not_plain_json_is_converted_where_it_is(value: object, expected: object) -> None:
+    assert to_expr(value, TYPES) == expected
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
         pytest.param({"a": [{"b": 2**63}]}, "$.a[0].b: integer overflow", id="an int beyond int64"),
+        pytest.param([[{"b": -(2**63) - 1}]], "$[0][0].b: integer overflow", id="an int below int64 in a list"),
+        pytest.param({"a": {"b": bytearray(b"x"), "c": 2**64}}, "$.a.c: integer overflow", id="beside a bytearray"),
         pytest.param({"a": (1, object())}, "$.a[1]: a object is not a JSON value", id="a non-JSON value"),
     ],
 )

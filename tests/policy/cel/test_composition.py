@@ -139,6 +139,14 @@ def test_cel_expr_reads_from_python_only_the_variables_that_call_python() -> Non
     assert cast(Reads, values["variables"]).read == ["slow"]  # ``version`` is bound in ``tagged`` and in ``slow``
 
 
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+def test_a_variable_without_optionals_is_bound_in_an_expression_with_them(engine: str) -> None:
+    source = "object.?spec.version.orValue('') + '/' + variables.tagged + '/' + object.?nothing.orValue('none')"
+    program, values = compiled(engine, source, VARIABLES, bind=True, lazy=Reads)
+    assert program.evaluate(values) == "1.0/1.0-tag/none"
+    assert cast(Reads, values["variables"]).read == ([] if engine == "cel-expr" else ["tagged", "version"])
+
+
 def test_cel_expr_reads_a_variable_from_python_once_per_evaluation() -> None:
     source = "variables.slow + '/' + variables.slow + '/' + variables.tagged"
     program, values = compiled("cel-expr", source, VARIABLES, bind=True, lazy=Reads)

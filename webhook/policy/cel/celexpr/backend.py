@@ -44,7 +44,7 @@ from webhook.policy.cel.backend import VARIABLES, Backend, Executable, Limits, V
 from webhook.policy.cel.celexpr.composition import VARIABLE_READER, bound_variables, read_variables
 from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, declarations, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
-from webhook.policy.cel.celexpr.values import decoded, from_expr, to_expr
+from webhook.policy.cel.celexpr.values import decoded, from_expr, plain_json, to_expr
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
 from webhook.policy.cel.frontend.check import FrontEnd, Signatures, front_end, uses_optionals
 from webhook.policy.cel.frontend.standard import STANDARD
@@ -90,6 +90,9 @@ _OPTIONALS = cel.NewEnvConfigFromYaml("extensions:\n  - name: optional\n")
 #: it instead of once per evaluation tuple, which costs less than the reader's calls into Python unless it iterates:
 #: a variable whose expression uses one of these stays read from Python.
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+#: The member functions cel-cpp's optional library declares: an expression calling none of them (and using no
+#: optionals) means the same compiled with or without that library (``CelExprExecutable.optional_neutral``).
+_OPTIONAL_MEMBERS = frozenset({"hasValue", "value", "or", "orValue"})
 
 
 def evaluation_message(text: str) -> str:
@@ -122,10 +125,11 @@ class CelExprExecutable:
     an evaluation carries a cost budget and its activation for them (``BUDGET``, ``ACTIVATION``); an expression
     that calls none runs in cel-cpp alone, with the request's deadline checked as it starts and ends.
 
-    ``source``: the text compiled; ``optionals``: it uses cel-cpp's optional types; ``iterates``: it uses a
-    comprehension macro. ``bind`` gives it the same expression with the variables it reads bound in cel-cpp
-    (``composition.bound_variables``), which is evaluated first; an evaluation of that form that fails is done
-    again as written, for the apiserver's text of a failing variable."""
+    ``source``: the text compiled; ``optionals``: it uses cel-cpp's optional types; ``optional_neutral``: it uses
+    none and calls no function of cel-cpp's optional library (``_OPTIONAL_MEMBERS``), so it can be bound in an
+    expression that uses them; ``iterates``: it uses a comprehension macro. ``bind`` gives it the same expression
+    with the variables it reads bound in cel-cpp (``composition.bound_variables``), which is evaluated first; an
+    evaluation of that form that fails is done again as written, for the apiserver's text of a failing variable."""
 
     __slots__ = (
         "_backend",
@@ -138,6 +142,7 @@ class CelExprExecutable:
         "estimated_cost",
         "extensions",
         "iterates",
+        "optional_neutral",
         "optionals",
         "result_type",
         "source",
@@ -154,6 +159,7 @@ class CelExprExecutable:
         calls_library: bool,
         reads_variables: bool,
         optionals: bool,
+        optional_neutral: bool,
         iterates: bool,
     ) -> None:
         self._backend = backend
@@ -163,6 +169,7 @@ class CelExprExecutable:
         self.calls_library = calls_library
         self.calls_python = calls_library or reads_variables
         self.optionals = optionals
+        self.optional_neutral = optional_neutral
         self.iterates = iterates
         self.extensions = checked.extensions
         self.estimated_cost = checked.estimated_cost
@@ -346,8 +353,9 @@ class CelExprBackend:
     ) -> Executable:
         """See ``backend.Backend.compile``. ``variables.<name>`` compiles to a call of the activation's variable
         reader (``composition.read_variables``), so each variable is read, and evaluated, only when an expression
-        needs it. The variables among ``definitions`` that do not iterate are also bound in cel-cpp
-        (``CelExprExecutable``) where they call no Python function, or are ``exclusive``: one that calls Python
+        needs it. The variables among ``definitions`` that do not iterate, and use cel-cpp's optional types as the
+        expression does or are ``optional_neutral``, are also bound in cel-cpp (``CelExprExecutable``) where they
+        call no Python function, or are ``exclusive``: one that calls Python
         and that other expressions need too is evaluated once and read (its arguments would cross into Python
         again in each of them). An expression nested deeper than cel-cpp's parser allows (32) is compiled by the
         fallback backend, if any (``FallbackExecutable``)."""
@@ -403,6 +411,7 @@ class CelExprBackend:
             calls_library=calls_any(tree, self._python_functions),
             reads_variables=reads and bool(read_names(compiled)),
             optionals=optionals,
+            optional_neutral=not optionals and not calls_any(tree, _OPTIONAL_MEMBERS),
             iterates=calls_any(tree, _COMPREHENSIONS),
         )
         bindable = {
@@ -410,7 +419,7 @@ class CelExprBackend:
             for name, definition in (definitions or {}).items()
             if isinstance(definition, CelExprExecutable)
             and (not definition.calls_library or name in exclusive)
-            and definition.optionals == optionals
+            and (definition.optionals == optionals or definition.optional_neutral)
             and not definition.iterates
         }
         bound_source = bound_variables(compiled, bindable) if reads else None
@@ -489,8 +498,11 @@ class CelExprBackend:
         return value
 
     def to_python(self, value: object) -> object:
-        """See ``webhook.policy.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded."""
+        """See ``webhook.policy.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded;
+        plain JSON (``values.plain_json``: an evaluation's result, which no one else holds) is not copied."""
         if value is True or value is False or value is None:  # most results: nothing to walk
+            return value
+        if (type(value) is dict or type(value) is list) and plain_json(value):
             return value
         return _json(value, self.types)
 

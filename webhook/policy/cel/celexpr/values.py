@@ -68,10 +68,39 @@ def to_expr(value: object, types: LibraryTypes) -> object:
 
     Raises ``CelEvaluationError`` for an int outside int64 or a value that is no CEL value (its path is named).
     """
+    if (type(value) is dict or type(value) is list) and plain_json(value):  # most objects: one quick look
+        return value
     try:
         return _expr(value, types)
     except _BadValue as bad:
         raise CelEvaluationError(f"${''.join(reversed(bad.path))}: {bad.message}") from None
+
+
+#: The types of the values taken as they are, without a look (``plain_json``).
+_LEAVES = frozenset({str, float, bool, type(None)})
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def plain_json(value: dict[object, object] | list[object]) -> bool:
+    """Whether ``value`` is made of dicts with string keys, lists, strings, floats, booleans, ``None`` and ints within
+    int64 only: what ``_expr`` would give back unchanged, found in a loop of a few type tests per member."""
+    pending: list[Any] = [value]
+    while pending:
+        container = pending.pop()
+        if type(container) is dict:
+            for key in container:
+                if type(key) is not str:
+                    return False
+            container = container.values()
+        for item in container:
+            kind = type(item)
+            if kind in _LEAVES:
+                continue
+            if kind is dict or kind is list:
+                pending.append(item)
+            elif kind is not int or not _INT64_MIN <= item <= _INT64_MAX:
+                return False
+    return True
 
 
 class _BadValue(Exception):
@@ -145,8 +174,9 @@ _PLAIN = (str, int, float, type(None))
 
 
 def from_expr(value: Any) -> object:
-    """A plain value from cel-expr-python (``Value.plain_value()``) as a CEL value of this backend."""
-    if isinstance(value, _PLAIN):
+    """A plain value from cel-expr-python (``Value.plain_value()``) as a CEL value of this backend; plain JSON (most
+    results) as it is, since ``plain_value`` builds it anew for each result."""
+    if isinstance(value, _PLAIN) or ((type(value) is dict or type(value) is list) and plain_json(value)):
         return value
     if isinstance(value, list):
         return [from_expr(item) for item in value]
