@@ -10,8 +10,6 @@ import click
 
 from webhook import logs
 from webhook.cli.common import cel_engine_option, handle_errors
-from webhook.serve import multiprocess_directory
-from webhook.serve import serve as run
 from webhook.settings import ServeSettings
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
@@ -59,6 +57,9 @@ def serve(**flags: Any) -> None:
     if "log_level" in given:
         given["log_level"] = given["log_level"].upper()
     settings = dataclasses.replace(ServeSettings.from_env(), **given)
+    from webhook.serve import multiprocess_directory  # noqa: PLC0415 - webhook.serve loads Flask and gunicorn
+    from webhook.serve import serve as run  # noqa: PLC0415
+
     settings = dataclasses.replace(settings, metrics_dir=multiprocess_directory(settings.metrics_dir))
     logs.configure(settings.log_level)
     run(settings)
