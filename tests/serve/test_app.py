@@ -118,11 +118,19 @@ def test_an_integer_within_float64_is_read(client: Client) -> None:
 
 
 class Stub:
-    """An admitter that works ``sleep`` seconds, checking the request deadline as evaluations do, then raises
-    ``error`` (if any) or allows; ``threads`` names the thread of each evaluation begun."""
+    """An admitter that works ``sleep`` seconds (sleeping, or ``busy`` on the CPU), checking the request deadline as
+    evaluations do, then raises ``error`` (if any) or allows; ``threads`` names the thread of each evaluation begun."""
 
-    def __init__(self, policies: PolicySet, store: ObjectStore, *, sleep: float = 0, error: Exception | None = None):
-        self.sleep, self.error = sleep, error
+    def __init__(
+        self,
+        policies: PolicySet,
+        store: ObjectStore,
+        *,
+        sleep: float = 0,
+        busy: bool = False,
+        error: Exception | None = None,
+    ):
+        self.sleep, self.busy, self.error = sleep, busy, error
         self.threads: list[str] = []
 
     def decide(self, request: Mapping[str, Any]) -> Allowed:
@@ -130,7 +138,8 @@ class Stub:
         end = time.monotonic() + self.sleep
         while time.monotonic() < end:
             check_deadline()
-            time.sleep(0.01)
+            if not self.busy:
+                time.sleep(0.01)
         if self.error:
             raise self.error
         return Allowed()
@@ -159,9 +168,15 @@ def test_an_evaluation_past_the_deadline_is_refused_with_a_timeout() -> None:
     assert b"upgrade_gate_evaluation_errors_total" in runtime.metrics.exposition()  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize(("sleep", "preempted"), [(0.0, 0), (0.05, 1)], ids=["cheap", "past the slice"])
-def test_a_review_is_decided_on_the_event_loop_unless_it_outlives_its_slice(sleep: float, preempted: int) -> None:
-    runtime = stub_runtime(sleep=sleep)
+@pytest.mark.parametrize(
+    ("sleep", "busy", "preempted"),
+    [(0.0, True, 0), (0.05, True, 1), (0.05, False, 0)],
+    ids=["cheap", "past the slice", "waiting, not working"],
+)
+def test_a_review_is_decided_on_the_event_loop_unless_it_works_past_its_slice(
+    sleep: float, busy: bool, preempted: int
+) -> None:
+    runtime = stub_runtime(sleep=sleep, busy=busy)
     answer = post(make_client(runtime), "validate", CASES[2]["review"])
     assert answer.json["response"]["allowed"] is True
     assert runtime.snapshot is not None

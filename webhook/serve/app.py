@@ -87,9 +87,11 @@ def create_app(settings: ServeSettings, runtime: PolicyRuntime, metrics: Metrics
     return AdmissionApp(state, flask)
 
 
-#: How long a review may be evaluated on the event loop, where it costs no hand-off between threads (about 0.1 ms of
-#: CPU and as much latency per review, README "Performance"); past it the evaluation is abandoned (``Preempted``) and
-#: done again in an evaluation thread, with the whole request deadline, so that the loop serves the other connections.
+#: How much of its thread's CPU time a review may take on the event loop, where it costs no hand-off between threads
+#: (about 0.1 ms of CPU and as much latency per review, README "Performance"); past it the evaluation is abandoned
+#: (``Preempted``) and done again in an evaluation thread, with the whole request deadline, so that the loop serves
+#: the other connections. CPU time, not wall-clock time: waiting for the interpreter lock that evaluation threads
+#: hold must not push a cheap review off the loop, behind them.
 SLICE_S = 0.002
 
 _Answered = tuple[int, bytes, Sequence[tuple[str, str]]]

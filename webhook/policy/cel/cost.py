@@ -43,7 +43,9 @@ _CHECK_EVERY = 256
 
 class Deadline:
     """The wall-clock end of one admission request's evaluations, ``seconds`` from now (monotonic clock), and the end
-    of the slice of it they may take where they run, ``slice_s`` from now (``math.inf``: all of it).
+    of the slice of its thread's time they may take where they run, ``slice_s`` of CPU time (``time.thread_time``:
+    time spent waiting for the interpreter lock held by other threads does not count) from now (``math.inf``: no
+    slice).
 
     ``check`` raises ``DeadlineExceeded`` (``no decision within <seconds>s``) once the time has passed, else
     ``Preempted`` (``time slice of <slice_s>s used up``) once the slice has, and raises the same on every later call
@@ -53,9 +55,9 @@ class Deadline:
     __slots__ = ("at", "ended", "seconds", "slice_at", "slice_s")
 
     def __init__(self, seconds: float, slice_s: float = math.inf) -> None:
-        now = time.monotonic()
         self.seconds, self.slice_s = seconds, slice_s
-        self.at, self.slice_at = now + seconds, now + slice_s
+        self.at = time.monotonic() + seconds
+        self.slice_at = time.thread_time() + slice_s if slice_s != math.inf else math.inf
         self.ended: type[DeadlineExceeded] | None = None
 
     @property
@@ -66,10 +68,9 @@ class Deadline:
     def check(self) -> None:
         """Raise ``DeadlineExceeded`` if the deadline has passed, ``Preempted`` if the slice has (or passed before)."""
         if self.ended is None:
-            now = time.monotonic()
-            if now >= self.at:
+            if time.monotonic() >= self.at:
                 self.ended = DeadlineExceeded
-            elif now >= self.slice_at:
+            elif self.slice_at != math.inf and time.thread_time() >= self.slice_at:
                 self.ended = Preempted
             else:
                 return
@@ -84,7 +85,8 @@ _DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("req
 @contextmanager
 def deadline(seconds: float, slice_s: float = math.inf) -> Iterator[Deadline]:
     """Bound every CEL evaluation in the block (this thread or context) by a ``Deadline`` of ``seconds`` and a slice of
-    ``slice_s`` (the webhook's event loop evaluates in place for that long at most, then in a thread)."""
+    ``slice_s`` of the thread's CPU time (the webhook's event loop evaluates in place for that long at most, then
+    in a thread)."""
     current = Deadline(seconds, slice_s)
     token = _DEADLINE.set(current)
     try:
