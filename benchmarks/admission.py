@@ -81,12 +81,7 @@ JSON = {"Content-Type": "application/json"}
 
 class NoopApp:
     """The transport alone: a bare ASGI handler that reads the review and allows it (what the admission endpoints
-    do around the policies: read, parse, answer), never full."""
-
-    full = False
-
-    def __init__(self) -> None:
-        self.on_occupancy: Callable[[], None] = lambda: None
+    do around the policies: read, parse, answer)."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         body, more = b"", True

@@ -186,6 +186,18 @@ def test_a_review_is_decided_on_the_event_loop_unless_it_works_past_its_slice(
     assert f'upgrade_gate_evaluation_preemptions_total{{endpoint="validate"}} {preempted}.0'.encode() in exposition
 
 
+def test_reviews_of_a_preempted_kind_go_straight_to_a_thread_and_other_kinds_stay_on_the_loop() -> None:
+    runtime = stub_runtime(sleep=0.02, busy=True)
+    client = make_client(runtime)
+    for _ in range(2):
+        assert post(client, "validate", CASES[2]["review"]).json["response"]["allowed"] is True
+    assert post(client, "mutate", CASES[2]["review"]).json["response"]["allowed"] is True
+    assert runtime.snapshot is not None
+    threads = cast(Stub, runtime.snapshot.admitter).threads
+    # validate: on the loop, preempted, in a thread; then straight to a thread. mutate: on the loop first.
+    assert [name.startswith("admission") for name in threads] == [False, True, True, False, True]
+
+
 def test_an_internal_error_denies_the_request_without_an_http_error() -> None:
     runtime = stub_runtime(error=RuntimeError("boom"))
     answer = post(make_client(runtime), "mutate", CASES[0]["review"])

@@ -93,6 +93,9 @@ def create_app(settings: ServeSettings, runtime: PolicyRuntime, metrics: Metrics
 #: the other connections. CPU time, not wall-clock time: waiting for the interpreter lock that evaluation threads
 #: hold must not push a cheap review off the loop, behind them.
 SLICE_S = 0.002
+#: How long reviews of a kind that was preempted go straight to an evaluation thread (``AdmissionApp.offloaded``).
+OFFLOAD_S = 10.0
+_MAX_OFFLOADED = 1024
 
 _Answered = tuple[int, bytes, Sequence[tuple[str, str]]]
 """An HTTP status code, the JSON body, and headers beyond the content's."""
@@ -103,22 +106,17 @@ class AdmissionApp:
     passed to ``flask``. An exception escaping a review is logged and answered with a 500 Status, as Flask
     answers it.
 
-    ``running`` is the number of reviews in the evaluation threads (those preempted on the loop); ``on_occupancy``
-    (set by the worker) is called on the event loop whenever ``full`` (every thread taken) may have changed.
+    ``offloaded`` maps the kinds of review (endpoint, kind, operation) preempted in the last ``OFFLOAD_S`` to when
+    that ends: they go straight to a thread meanwhile. A preempted evaluation may first have to run to its end in
+    cel-cpp, its library calls failing at once (tens of milliseconds for a comprehension that calls them in each of
+    thousands of iterations), and the loop should pay that once, not for every such review.
     """
 
     def __init__(self, state: State, flask: Flask) -> None:
         self.state, self.flask = state, flask
         self.fallback = WSGIMiddleware(flask, workers=2)  # type: ignore[arg-type]  # a2wsgi's narrower WSGI type
-        self.threads = state.settings.threads
-        self.running = 0
-        self.on_occupancy: Callable[[], None] = lambda: None
+        self.offloaded: dict[tuple[str, str, str], float] = {}
         self._executor: ThreadPoolExecutor | None = None  # made at first use: in the worker, after the fork
-
-    @property
-    def full(self) -> bool:
-        """True while every evaluation thread holds a review."""
-        return self.running >= self.threads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = _ENDPOINTS.get(scope.get("path", "")) if scope["type"] == "http" else None
@@ -161,24 +159,23 @@ class AdmissionApp:
             return self._refuse(endpoint, started, 400, str(error))
         except Exception as error:
             return _internal_error(endpoint, error)
-        try:
-            return self._decided(endpoint, review, started, SLICE_S)
-        except Preempted:
-            self.state.metrics.preemptions.labels(endpoint).inc()
-        loop = asyncio.get_running_loop()
-        self.running += 1
-        if self.full:
-            self.on_occupancy()
-        try:
-            return await loop.run_in_executor(self._pool(), self._decided, endpoint, review, started, math.inf)
-        finally:
-            self.running -= 1
-            if self.running == self.threads - 1:
-                self.on_occupancy()
+        kind = (endpoint, review.kind, review.operation)
+        if self.offloaded.get(kind, 0.0) <= time.monotonic():
+            try:
+                return self._decided(endpoint, review, started, SLICE_S)
+            except Preempted:
+                self.state.metrics.preemptions.labels(endpoint).inc()
+                if len(self.offloaded) >= _MAX_OFFLOADED:
+                    self.offloaded.clear()
+                self.offloaded[kind] = time.monotonic() + OFFLOAD_S
+        pool = self._pool()
+        return await asyncio.get_running_loop().run_in_executor(
+            pool, self._decided, endpoint, review, started, math.inf
+        )
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="admission")
+            self._executor = ThreadPoolExecutor(self.state.settings.threads, thread_name_prefix="admission")
         return self._executor
 
     def _decided(self, endpoint: str, review: Review, started: float, slice_s: float) -> _Answered:

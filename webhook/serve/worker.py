@@ -18,10 +18,9 @@ Bounds:
 - a new connection sends its first request, and a kept-alive one its next, within ``keepalive_s`` (gunicorn's
   keep-alive timer, armed here at connect as well); a body that stalls for ``io_timeout_s`` is answered 408 and
   its connection closed (``webhook.serve.app``), and counted;
-- at most ``max_connections`` connections per worker, handshaking ones included. At the cap, or while every
-  evaluation thread holds a (preempted) review, the worker stops accepting (``Listening``): the kernel's listen
-  backlog holds new connections, or a worker with room takes them (the apiserver opens one when its kept-alive ones
-  are busy);
+- at most ``max_connections`` connections per worker, handshaking ones included. At the cap the worker stops
+  accepting (``Listening``): the kernel's listen backlog holds new connections, or a worker with room takes them.
+  Busy evaluation threads do not stop it: cheap reviews are decided on the loop, beside them;
 - an idle connection holds its socket and buffers, nothing else: the loop waits on all of them.
 
 ``upgrade_gate_connections{state}`` reports, per worker summed, the open connections and the idle ones (in their
@@ -158,7 +157,7 @@ def _count_stalled_handshake(protocol: weakref.ref[AdmissionProtocol], metrics: 
 
 
 def admission_worker(io_timeout_s: float, max_connections: int, metrics: Metrics) -> type[ASGIWorker]:
-    """gunicorn's ``ASGIWorker`` serving the application (a ``webhook.serve.app.AdmissionApp``) with at most
+    """gunicorn's ``ASGIWorker`` serving the ASGI application with at most
     ``max_connections`` connections, TLS handshakes and stalled bodies bounded by ``io_timeout_s``, and the
     connection counts reported to ``metrics`` (see the module docstring)."""
 
@@ -180,8 +179,8 @@ def admission_worker(io_timeout_s: float, max_connections: int, metrics: Metrics
                 self.stopping.set()
 
         def full(self) -> bool:
-            """True at the connection cap or while every evaluation thread is taken."""
-            return len(self.protocols) >= max_connections or bool(self.asgi.full)
+            """True at the connection cap."""
+            return len(self.protocols) >= max_connections
 
         async def _serve(self) -> None:
             """gunicorn's serving loop, with ``Listening`` servers (the application's lifespan is not used)."""
@@ -194,7 +193,6 @@ def admission_worker(io_timeout_s: float, max_connections: int, metrics: Metrics
                 backlog=self.cfg.backlog,
                 full=self.full,
             )
-            self.asgi.on_occupancy = self.listening.update
             self.listening.update()
             self.stopping = asyncio.Event()
             while self.alive and self.ppid == os.getppid():
