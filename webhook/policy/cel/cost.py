@@ -52,11 +52,15 @@ class Deadline:
     (``expired`` stays true). Shared by the evaluations of one request, in one thread.
     """
 
-    __slots__ = ("at", "ended", "seconds", "slice_at", "slice_s")
+    __slots__ = ("at", "ended", "seconds", "slice_at", "slice_s", "slice_wall_at")
 
     def __init__(self, seconds: float, slice_s: float = math.inf) -> None:
+        now = time.monotonic()
         self.seconds, self.slice_s = seconds, slice_s
-        self.at = time.monotonic() + seconds
+        self.at = now + seconds
+        # The thread's CPU time is read only once as much wall-clock time has passed: it cannot have passed before
+        # (a system call, where the monotonic clock is read in user space).
+        self.slice_wall_at = now + slice_s
         self.slice_at = time.thread_time() + slice_s if slice_s != math.inf else math.inf
         self.ended: type[DeadlineExceeded] | None = None
 
@@ -68,9 +72,10 @@ class Deadline:
     def check(self) -> None:
         """Raise ``DeadlineExceeded`` if the deadline has passed, ``Preempted`` if the slice has (or passed before)."""
         if self.ended is None:
-            if time.monotonic() >= self.at:
+            now = time.monotonic()
+            if now >= self.at:
                 self.ended = DeadlineExceeded
-            elif self.slice_at != math.inf and time.thread_time() >= self.slice_at:
+            elif now >= self.slice_wall_at and time.thread_time() >= self.slice_at:
                 self.ended = Preempted
             else:
                 return
