@@ -10,6 +10,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -197,3 +198,22 @@ def test_clients_stalled_inside_a_handshake_or_a_body_are_closed_after_the_io_ti
     time.sleep(0.2)
     assert metric(transport, "upgrade_gate_connection_timeouts_total") - before >= 2
     assert timed_post(transport, CHEAP)[0]["allowed"] is True
+
+
+def test_a_worker_at_its_connection_cap_stops_accepting_until_one_closes(tmp_path: Path) -> None:
+    env = {"UPGRADE_GATE_MAX_CONNECTIONS": "3"}
+    with serving(tmp_path, LIMITS, "--workers", "1", env=env) as running:
+        held = [tls(running) for _ in range(3)]
+        answered: list[int] = []
+        waiting = threading.Thread(target=lambda: answered.append(running.request("GET", "/healthz")[0]))
+        try:
+            waiting.start()
+            waiting.join(1.0)
+            assert waiting.is_alive() and not answered  # queued in the listen backlog, not accepted
+            held.pop().close()
+            waiting.join(10)
+            assert answered == [200]
+        finally:
+            for connection in held:
+                connection.close()
+            waiting.join(10)

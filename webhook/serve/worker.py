@@ -124,7 +124,7 @@ class AdmissionProtocol(ASGIProtocol):  # type: ignore[misc]  # gunicorn ships n
     def __init__(self, worker: Any, metrics: Metrics, io_timeout_s: float) -> None:
         super().__init__(worker)
         worker.protocols.add(self)
-        worker.listening.update()
+        worker.loop.call_soon(worker.listening.update)  # not inside the accept: closing its server would drop it
         if worker.cfg.is_ssl:  # the loop closes a handshake this late; only a weak reference: a failed one is freed
             worker.loop.call_later(io_timeout_s, _count_stalled_handshake, weakref.ref(self), metrics)
 
