@@ -217,3 +217,17 @@ def test_a_worker_at_its_connection_cap_stops_accepting_until_one_closes(tmp_pat
             for connection in held:
                 connection.close()
             waiting.join(10)
+
+
+def test_the_deadline_counts_from_arrival_for_a_review_that_waits_for_an_evaluation_thread(tmp_path: Path) -> None:
+    args = ("--workers", "1", "--threads", "1", "--request-timeout", str(TIMEOUT_S))
+    with serving(tmp_path, LIMITS, *args) as running:
+        results: list[tuple[Any, float]] = []
+        waiting = [threading.Thread(target=lambda: results.append(timed_post(running, SLOW))) for _ in range(3)]
+        for thread in waiting:
+            thread.start()
+        for thread in waiting:
+            thread.join()
+    # One evaluation thread: the second and third wait for the first; each is still answered at its own deadline.
+    assert [response["status"]["code"] for response, _ in results] == [504] * 3
+    assert max(elapsed for _, elapsed in results) < TIMEOUT_S + 1.0

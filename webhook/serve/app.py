@@ -123,7 +123,7 @@ class AdmissionApp:
         if endpoint is None:
             await self.fallback(scope, receive, send)  # type: ignore[arg-type]  # a2wsgi's narrower ASGI types
             return
-        started = time.perf_counter()
+        started = time.monotonic()
         code, body, headers = await self._admission(scope, receive, endpoint, started)
         await send(
             {
@@ -183,10 +183,10 @@ class AdmissionApp:
         state = self.state
         try:
             try:
-                decision = _decide(state, review, endpoint, slice_s)
+                decision = _decide(state, review, endpoint, slice_s=slice_s, started=started)
             except ReviewError as error:
                 return self._refuse(endpoint, started, 400, str(error))
-            _record(state.metrics, endpoint, review, decision, time.perf_counter() - started)
+            _record(state.metrics, endpoint, review, decision, time.monotonic() - started)
             return 200, _json(render_response(review, decision, mutating=endpoint == MUTATE)), ()
         except Exception as error:  # a bug here must not reach the server's plain-text 500
             return _internal_error(endpoint, error)
@@ -197,7 +197,7 @@ class AdmissionApp:
         """Count, time and log a request that cannot be read; its answer: a ``metav1.Status`` of ``code``."""
         metrics = self.state.metrics
         metrics.requests.labels(endpoint, "", "", "invalid").inc()
-        metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
+        metrics.latency.labels(endpoint).observe(time.monotonic() - started)
         log.info("bad admission request", extra=logs.fields({logs.ENDPOINT: endpoint, logs.ERROR: message}))
         return code, _json(render_error(code, _REASONS[code], message)), headers
 
@@ -265,9 +265,10 @@ def _state() -> State:
     return state
 
 
-def _decide(state: State, review: Review, endpoint: str, slice_s: float) -> Answer:
-    """The decision for ``review``, within a time slice of ``slice_s`` (``Preempted`` past it); ``ReviewError``
-    propagates, any other failure is a ``Refusal``.
+def _decide(state: State, review: Review, endpoint: str, *, slice_s: float, started: float) -> Answer:
+    """The decision for ``review``, which arrived at ``started`` (``time.monotonic``), within the request deadline
+    from then and a time slice of ``slice_s`` (``Preempted`` past it); ``ReviewError`` propagates, any other failure
+    is a ``Refusal``.
 
     Decided with the runtime's current set; if a reload published a newer set meanwhile, decided again with
     it, so that no answer leaves from a set older than the last one published."""
@@ -281,13 +282,15 @@ def _decide(state: State, review: Review, endpoint: str, slice_s: float) -> Answ
             return Refusal("upgrade-gate: no policy set is loaded", code=503, reason="ServiceUnavailable")
         if decided is not None and decided[0] is snapshot:
             return decided[1]
-        decided = snapshot, _evaluate(state, snapshot, review, endpoint, slice_s)
+        decided = snapshot, _evaluate(state, snapshot, review, endpoint, slice_s=slice_s, started=started)
 
 
-def _evaluate(state: State, snapshot: Snapshot, review: Review, endpoint: str, slice_s: float) -> Answer:
+def _evaluate(
+    state: State, snapshot: Snapshot, review: Review, endpoint: str, *, slice_s: float, started: float
+) -> Answer:
     admit = snapshot.admitter.mutate if endpoint == MUTATE else snapshot.admitter.validate
     try:
-        with deadline(state.settings.request_timeout_s, slice_s):
+        with deadline(state.settings.request_timeout_s, slice_s, started):
             return admit(review.request)
     except (ReviewError, Preempted):
         raise

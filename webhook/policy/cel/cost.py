@@ -42,7 +42,8 @@ _CHECK_EVERY = 256
 
 
 class Deadline:
-    """The wall-clock end of one admission request's evaluations, ``seconds`` from now (monotonic clock), and the end
+    """The wall-clock end of one admission request's evaluations, ``seconds`` from now or from ``started`` (when the
+    request arrived; ``time.monotonic``), and the end
     of the slice of its thread's time they may take where they run, ``slice_s`` of CPU time (``time.thread_time``:
     time spent waiting for the interpreter lock held by other threads does not count) from now (``math.inf``: no
     slice).
@@ -54,10 +55,10 @@ class Deadline:
 
     __slots__ = ("at", "ended", "seconds", "slice_at", "slice_s", "slice_wall_at")
 
-    def __init__(self, seconds: float, slice_s: float = math.inf) -> None:
+    def __init__(self, seconds: float, slice_s: float = math.inf, started: float | None = None) -> None:
         now = time.monotonic()
         self.seconds, self.slice_s = seconds, slice_s
-        self.at = now + seconds
+        self.at = (now if started is None else started) + seconds
         # The thread's CPU time is read only once as much wall-clock time has passed: it cannot have passed before
         # (a system call, where the monotonic clock is read in user space).
         self.slice_wall_at = now + slice_s
@@ -88,11 +89,12 @@ _DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("req
 
 
 @contextmanager
-def deadline(seconds: float, slice_s: float = math.inf) -> Iterator[Deadline]:
-    """Bound every CEL evaluation in the block (this thread or context) by a ``Deadline`` of ``seconds`` and a slice of
-    ``slice_s`` of the thread's CPU time (the webhook's event loop evaluates in place for that long at most, then
-    in a thread)."""
-    current = Deadline(seconds, slice_s)
+def deadline(seconds: float, slice_s: float = math.inf, started: float | None = None) -> Iterator[Deadline]:
+    """Bound every CEL evaluation in the block (this thread or context) by a ``Deadline`` of ``seconds`` (from
+    ``started``, a ``time.monotonic`` reading, if given: a request that waited for a thread has waited part of its
+    time) and a slice of ``slice_s`` of the thread's CPU time (the webhook's event loop evaluates in place for that
+    long at most, then in a thread)."""
+    current = Deadline(seconds, slice_s, started)
     token = _DEADLINE.set(current)
     try:
         yield current
