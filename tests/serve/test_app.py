@@ -118,8 +118,9 @@ def test_an_integer_within_float64_is_read(client: Client) -> None:
 
 
 class Stub:
-    """An admitter that works ``sleep`` seconds (sleeping, or ``busy`` on the CPU), checking the request deadline as
-    evaluations do, then raises ``error`` (if any) or allows; ``threads`` names the thread of each evaluation begun."""
+    """An admitter that works ``sleep`` seconds (sleeping, or ``busy`` on the CPU) in its first ``slow`` evaluations
+    (``None``: all), checking the request deadline as evaluations do, then raises ``error`` (if any) or allows;
+    ``threads`` names the thread of each evaluation begun."""
 
     def __init__(
         self,
@@ -128,14 +129,16 @@ class Stub:
         *,
         sleep: float = 0,
         busy: bool = False,
+        slow: int | None = None,
         error: Exception | None = None,
     ):
-        self.sleep, self.busy, self.error = sleep, busy, error
+        self.sleep, self.busy, self.slow, self.error = sleep, busy, slow, error
         self.threads: list[str] = []
 
     def decide(self, request: Mapping[str, Any]) -> Allowed:
         self.threads.append(threading.current_thread().name)
-        end = time.monotonic() + self.sleep
+        slow = self.slow is None or len(self.threads) <= self.slow
+        end = time.monotonic() + (self.sleep if slow else 0.0)
         while time.monotonic() < end:
             check_deadline()
             if not self.busy:
@@ -196,6 +199,17 @@ def test_reviews_of_a_preempted_kind_go_straight_to_a_thread_and_other_kinds_sta
     threads = cast(Stub, runtime.snapshot.admitter).threads
     # validate: on the loop, preempted, in a thread; then straight to a thread. mutate: on the loop first.
     assert [name.startswith("admission") for name in threads] == [False, True, True, False, True]
+
+
+def test_a_kind_preempted_once_only_stays_on_the_loop() -> None:
+    runtime = stub_runtime(sleep=0.02, busy=True, slow=1)  # the first evaluation pays for imports and caches
+    client = make_client(runtime)
+    for _ in range(2):
+        assert post(client, "validate", CASES[2]["review"]).json["response"]["allowed"] is True
+    assert runtime.snapshot is not None
+    threads = cast(Stub, runtime.snapshot.admitter).threads
+    # on the loop, preempted, cheap in the thread; then on the loop again
+    assert [name.startswith("admission") for name in threads] == [False, True, False]
 
 
 def test_an_internal_error_denies_the_request_without_an_http_error() -> None:

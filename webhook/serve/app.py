@@ -106,10 +106,12 @@ class AdmissionApp:
     passed to ``flask``. An exception escaping a review is logged and answered with a 500 Status, as Flask
     answers it.
 
-    ``offloaded`` maps the kinds of review (endpoint, kind, operation) preempted in the last ``OFFLOAD_S`` to when
-    that ends: they go straight to a thread meanwhile. A preempted evaluation may first have to run to its end in
-    cel-cpp, its library calls failing at once (tens of milliseconds for a comprehension that calls them in each of
-    thousands of iterations), and the loop should pay that once, not for every such review.
+    ``offloaded`` maps the kinds of review (endpoint, kind, operation) preempted in the last ``OFFLOAD_S``, and
+    over their slice again in the thread, to when that ends: they go straight to a thread meanwhile. A preempted
+    evaluation may first have to run to its end in cel-cpp, its library calls failing at once (milliseconds for a
+    comprehension that calls them in each of thousands of iterations), and the loop should pay that once, not for
+    every such review. A review preempted once only (a worker's first of its kind, which imports and fills caches)
+    leaves its kind on the loop.
     """
 
     def __init__(self, state: State, flask: Flask) -> None:
@@ -165,18 +167,24 @@ class AdmissionApp:
                 return self._decided(endpoint, review, started, SLICE_S)
             except Preempted:
                 self.state.metrics.preemptions.labels(endpoint).inc()
-                if len(self.offloaded) >= _MAX_OFFLOADED:
-                    self.offloaded.clear()
-                self.offloaded[kind] = time.monotonic() + OFFLOAD_S
-        pool = self._pool()
-        return await asyncio.get_running_loop().run_in_executor(
-            pool, self._decided, endpoint, review, started, math.inf
-        )
+        loop = asyncio.get_running_loop()
+        answered, spent = await loop.run_in_executor(self._pool(), self._decided_in_thread, endpoint, review, started)
+        if spent >= SLICE_S:  # expensive again, not only once (a first call's imports and caches): keep it off the loop
+            if len(self.offloaded) >= _MAX_OFFLOADED:
+                self.offloaded.clear()
+            self.offloaded[kind] = time.monotonic() + OFFLOAD_S
+        return answered
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self.state.settings.threads, thread_name_prefix="admission")
         return self._executor
+
+    def _decided_in_thread(self, endpoint: str, review: Review, started: float) -> tuple[_Answered, float]:
+        """In an evaluation thread: the answer to ``review`` (no slice) and the thread's CPU time it took."""
+        began = time.thread_time()
+        answered = self._decided(endpoint, review, started, math.inf)
+        return answered, time.thread_time() - began
 
     def _decided(self, endpoint: str, review: Review, started: float, slice_s: float) -> _Answered:
         """The answer to ``review``: decided within ``slice_s`` (else ``Preempted`` propagates), recorded, rendered."""
