@@ -33,7 +33,11 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--cluster", type=click.Choice(["auto", "on", "off"]), help="Watch a cluster.  [default: auto]")
 @click.option("--kubeconfig", type=_FILE, help="kubeconfig file (else in-cluster, then $KUBECONFIG).")
-@click.option("--request-timeout", type=click.FloatRange(0.1), help="Seconds per evaluation.  [default: 8]")
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(0.1),
+    help="Seconds to decide a review, from its arrival; then it is refused (504).  [default: 8]",
+)
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
 @cel_engine_option(default=None)
 @handle_errors
