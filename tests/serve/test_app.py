@@ -212,6 +212,18 @@ def test_a_kind_preempted_once_only_stays_on_the_loop() -> None:
     assert [name.startswith("admission") for name in threads] == [False, True, False]
 
 
+def test_a_large_review_is_read_and_decided_in_a_thread() -> None:
+    runtime = stub_runtime()
+    review = json.loads(json.dumps(CASES[2]["review"]))
+    review["request"]["object"]["metadata"]["annotations"] = {"padding": "x" * (300 * 1024)}
+    assert post(make_client(runtime), "validate", review).json["response"]["allowed"] is True
+    bad = b"{" + b" " * (300 * 1024)
+    answer = make_client(runtime).post("/validate", data=bad, content_type="application/json")
+    assert (answer.status_code, answer.get_json()["reason"]) == (400, "BadRequest")
+    assert runtime.snapshot is not None
+    assert [name.startswith("admission") for name in cast(Stub, runtime.snapshot.admitter).threads] == [True]
+
+
 def test_an_internal_error_denies_the_request_without_an_http_error() -> None:
     runtime = stub_runtime(error=RuntimeError("boom"))
     answer = post(make_client(runtime), "mutate", CASES[0]["review"])

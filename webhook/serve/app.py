@@ -93,6 +93,9 @@ def create_app(settings: ServeSettings, runtime: PolicyRuntime, metrics: Metrics
 #: the other connections. CPU time, not wall-clock time: waiting for the interpreter lock that evaluation threads
 #: hold must not push a cheap review off the loop, behind them.
 SLICE_S = 0.002
+#: A body larger than this is read and decided in an evaluation thread: reading it alone would hold the event loop
+#: for milliseconds (Python reads JSON at a few hundred MB/s; the apiserver sends up to 3 MiB).
+INLINE_BODY_BYTES = 256 * 1024
 #: How long reviews of a kind that was preempted go straight to an evaluation thread (``AdmissionApp.offloaded``).
 OFFLOAD_S = 10.0
 _MAX_OFFLOADED = 1024
@@ -155,19 +158,18 @@ class AdmissionApp:
                 self.state.metrics.connection_timeouts.inc()
             message = "the request body did not arrive in full"
             return self._refuse(endpoint, started, 408, message, [("Connection", "close")])
-        try:
-            review = parse_review(body, content_type)
-        except ReviewError as error:
-            return self._refuse(endpoint, started, 400, str(error))
-        except Exception as error:
-            return _internal_error(endpoint, error)
+        loop = asyncio.get_running_loop()
+        if len(body) > INLINE_BODY_BYTES:
+            return await loop.run_in_executor(self._pool(), self._answered, endpoint, body, content_type, started)
+        review = self._parsed(endpoint, body, content_type, started)
+        if not isinstance(review, Review):
+            return review
         kind = (endpoint, review.kind, review.operation)
         if self.offloaded.get(kind, 0.0) <= time.monotonic():
             try:
                 return self._decided(endpoint, review, started, SLICE_S)
             except Preempted:
                 self.state.metrics.preemptions.labels(endpoint).inc()
-        loop = asyncio.get_running_loop()
         answered, spent = await loop.run_in_executor(self._pool(), self._decided_in_thread, endpoint, review, started)
         if spent >= SLICE_S:  # expensive again, not only once (a first call's imports and caches): keep it off the loop
             if len(self.offloaded) >= _MAX_OFFLOADED:
@@ -179,6 +181,20 @@ class AdmissionApp:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self.state.settings.threads, thread_name_prefix="admission")
         return self._executor
+
+    def _parsed(self, endpoint: str, body: bytes, content_type: str | None, started: float) -> Review | _Answered:
+        """``body`` read as an AdmissionReview, or the answer to a body that is not one (400, or 500 for a bug)."""
+        try:
+            return parse_review(body, content_type)
+        except ReviewError as error:
+            return self._refuse(endpoint, started, 400, str(error))
+        except Exception as error:
+            return _internal_error(endpoint, error)
+
+    def _answered(self, endpoint: str, body: bytes, content_type: str | None, started: float) -> _Answered:
+        """In an evaluation thread: the answer to a large ``body``, read and decided there."""
+        review = self._parsed(endpoint, body, content_type, started)
+        return self._decided(endpoint, review, started, math.inf) if isinstance(review, Review) else review
 
     def _decided_in_thread(self, endpoint: str, review: Review, started: float) -> tuple[_Answered, float]:
         """In an evaluation thread: the answer to ``review`` (no slice) and the thread's CPU time it took."""
