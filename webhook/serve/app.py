@@ -118,7 +118,7 @@ class AdmissionApp:
     """
 
     def __init__(self, state: State, flask: Flask) -> None:
-        self.state, self.flask = state, flask
+        self.state = state
         self.fallback = WSGIMiddleware(flask, workers=2)  # type: ignore[arg-type]  # a2wsgi's narrower WSGI type
         self.offloaded: dict[tuple[str, str, str], float] = {}
         self._executor: ThreadPoolExecutor | None = None  # made at first use: in the worker, after the fork

@@ -15,10 +15,10 @@ Names follow the apiserver's admission metrics and Gatekeeper's (``gatekeeper_va
 - ``upgrade_gate_policy_generation``: generation of the policy set being served (1 = first load).
 - ``upgrade_gate_policy_load_errors_total``: policy set loads that failed (the previous set kept serving).
 - ``upgrade_gate_policy_load_failed``: 1 while the last load failed, else 0.
-- ``upgrade_gate_connections{state}``: connections of the workers, ``open`` (all) and ``idle`` (kept alive or
-  waiting for a first request), refreshed every second (``webhook.serve.worker``).
-- ``upgrade_gate_connection_timeouts_total``: connections closed because a read, a write or the TLS handshake made
-  no progress within the I/O timeout (slow or stalled clients).
+- ``upgrade_gate_connections{state}``: connections of the workers, ``open`` (all) and ``idle`` (in their TLS
+  handshake, or waiting for a request), refreshed every second (``webhook.serve.worker``).
+- ``upgrade_gate_connection_timeouts_total``: connections closed because their TLS handshake or a request body
+  made no progress within the I/O timeout (slow or stalled clients).
 
 Labelled series whose label values are known in advance (``endpoint``, ``state``) are created at zero, as
 Prometheus' instrumentation practices ask, so a query or an alert finds them before the first event.
@@ -94,14 +94,14 @@ class Metrics:
         )
         self.connections = Gauge(
             "upgrade_gate_connections",
-            "Open connections of the workers (open: all, idle: kept alive or waiting for a first request).",
+            "Open connections of the workers (open: all, idle: in their TLS handshake or waiting for a request).",
             ["state"],
             registry=self.registry,
             multiprocess_mode="livesum",
         )
         self.connection_timeouts = Counter(
             "upgrade_gate_connection_timeouts",
-            "Connections closed because a read, a write or the TLS handshake made no progress in time.",
+            "Connections closed because their TLS handshake or a request body made no progress in time.",
             registry=self.registry,
         )
         self.load_failed = Gauge(

@@ -1,9 +1,10 @@
-"""``upgrade-gate serve``: the Flask application under gunicorn, over TLS, with reloads.
+"""``upgrade-gate serve``: the ASGI application under gunicorn, over TLS, with reloads.
 
 Process model (gunicorn's, embedded with a ``BaseApplication`` subclass): the master loads the policy set
 and the application once (``preload_app``), then forks ``workers`` workers that inherit both
 (``webhook.serve.worker``: gunicorn's asyncio worker on uvloop, with kept-alive connections and I/O bounds). Each
-worker decides up to ``threads`` reviews at once (``webhook.serve.app``) from the shared listening socket.
+worker accepts from the shared listening socket and decides reviews on its event loop, and those that outlive their
+time slice in its ``threads`` evaluation threads (``webhook.serve.app``).
 
 - Policies reload on SIGHUP, in place: the master loads the files again, keeps the new set only if it loads,
   and publishes it (``PolicyRuntime`` over a ``SharedRecord``) staged, then active (``PolicyArbiter``); each
