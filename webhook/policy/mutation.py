@@ -305,9 +305,9 @@ def _member_change(document: Any, operation: dict[str, Any]) -> bool:
         parent = parent.get(part) if type(parent) is dict else None
     if type(parent) is not dict or (name != "add" and key not in parent):
         return False
+    _copy_path(document, [*parents, key])
     parent = document
     for part in parents:
-        parent[part] = dict(parent[part])
         parent = parent[part]
     if name == "remove":
         del parent[key]
