@@ -3,6 +3,8 @@ the decisions are the apiserver's, whichever engine evaluates the expressions.""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +14,12 @@ from tests import tables
 from webhook.objects import InMemoryObjectStore
 from webhook.policy.decision import Decision
 from webhook.policy.engine import PolicyEngine
-from webhook.policy.loader import load_policy_text
+from webhook.policy.loader import load_policy_set, load_policy_text
+from webhook.policy.suites import load_suites
 from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
 
 DATA = tables.load("policy/engine.yaml")
+ROOT = Path(__file__).parents[2]
 
 
 def engine_for(case: dict[str, Any], cel_engine: str = DEFAULT_CEL_ENGINE) -> PolicyEngine:
@@ -49,3 +53,29 @@ def test_a_denial_without_causes_listed_has_its_message_as_only_cause() -> None:
     case = DATA["cases"][0]
     decision = engine_for(case).validate(case["request"])
     assert decision.causes == (decision.message,)
+
+
+@pytest.mark.parametrize("cel_engine", CEL_ENGINES)
+def test_validations_evaluated_together_decide_as_one_by_one(cel_engine: str) -> None:
+    """The bundled policies with several validations each have the one program of them all (the fast path is
+    live), and with it every request of the bundled policy tests is decided exactly as with the validations one by
+    one."""
+    policies = load_policy_set([ROOT / "policies"], engine=cel_engine)
+    several = [policy for policy in policies.validating_policies if len(policy.validations) > 1]
+    assert several and all(policy.all_validations is not None for policy in several)
+    one_by_one = dataclasses.replace(
+        policies,
+        validating_policies=tuple(
+            dataclasses.replace(policy, all_validations=None) for policy in policies.validating_policies
+        ),
+    )
+    outcomes = set()
+    for suite in load_suites([ROOT / "policies" / "tests"]):
+        for case in suite.cases:
+            store = InMemoryObjectStore([*policies.params, *suite.objects, *case.objects])
+            now = case.now or suite.now
+            together = PolicyEngine(policies, store).validate(case.request, case.namespace, now=now)
+            alone = PolicyEngine(one_by_one, store).validate(case.request, case.namespace, now=now)
+            assert together == alone, f"{suite.name}: {case.name}"
+            outcomes.add(together.allowed)
+    assert outcomes == {True, False}  # the corpus both admits and denies

@@ -25,13 +25,14 @@ from __future__ import annotations
 import copy
 import datetime
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
 
 import jsonpatch
 
+from webhook.errors import CelEvaluationError
 from webhook.objects import ObjectStore
 from webhook.policy import mutation
 from webhook.policy.activation import (
@@ -250,14 +251,34 @@ def _validate_one(
             _apply_actions(policy, binding, _Failure(0, matched), outcome)
         return
     bind_variables(values, policy.variables)
+    known = _known_results(policy, values)
     for index, validation in enumerate(policy.validations):
-        failure = _validation_failure(index, validation, values, fail=fail)
+        failure = _validation_failure(index, validation, values, known[index], fail=fail)
         if failure is not None:
             _apply_actions(policy, binding, failure, outcome)
     _audit_annotations(policy, binding, values, outcome, collected, fail=fail)
 
 
-def _validation_failure(index: int, validation: Validation, values: Activation, *, fail: bool) -> _Failure | None:
+def _known_results(policy: ValidatingPolicy, values: Activation) -> Sequence[bool | None]:
+    """Each validation's boolean result from one evaluation of ``policy.all_validations``; ``None`` for one to
+    evaluate on its own: a result that is no boolean, or every one if the list ended in an error (which the
+    validations' own evaluations word and attribute as the apiserver does)."""
+    unknown = (None,) * len(policy.validations)
+    if policy.all_validations is None:
+        return unknown
+    try:
+        found = values.backend.to_python(policy.all_validations.evaluate(values))
+    except CelEvaluationError:
+        return unknown
+    return [result if type(result) is bool else None for result in cast(list[object], found)]
+
+
+def _validation_failure(
+    index: int, validation: Validation, values: Activation, known: bool | None, *, fail: bool
+) -> _Failure | None:
+    """The failure of validation ``index``, if it fails: evaluated here unless its result is ``known``."""
+    if known is not None:
+        return None if known else _Failure(index, _message(validation, values), validation.reason)
     value, error = evaluate(validation.expression, values)
     if error is not None:
         text = f"expression '{validation.expression.text}' resulted in error: {error}"

@@ -127,7 +127,12 @@ class Mutation:
 
 @dataclass(frozen=True, slots=True)
 class ValidatingPolicy:
-    """A ``ValidatingAdmissionPolicy``."""
+    """A ``ValidatingAdmissionPolicy``.
+
+    ``all_validations``: one program of every validation's expression, their results as a list in order
+    (``validating.all_validations``), so that a request pays one evaluation, in which each variable is evaluated
+    at most once, where it would pay one per validation; ``None`` where it does not compile on its own (fewer than
+    two validations, over the length or nesting limits)."""
 
     name: str
     match_constraints: MatchResources
@@ -137,6 +142,7 @@ class ValidatingPolicy:
     variables: tuple[Variable, ...] = ()
     param_kind: ParamKind | None = None
     failure_policy: str = FAIL
+    all_validations: Program | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

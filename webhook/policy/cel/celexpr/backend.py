@@ -12,8 +12,9 @@ one conversion of ``object``; CEL values are never mutated). An expression that 
 (``calls_python``) runs without a budget or context. The per-request namespaces (``clock``, ``cluster``) and
 ``variables`` (a lazy mapping, read through the function that ``variables.<name>`` compiles to,
 ``composition.read_variables``) are read by their functions from the activation the evaluation runs with
-(``functions.ACTIVATION``); a variable that calls no Python function and does not iterate is bound in cel-cpp
-instead, in each expression that reads it (``composition.bound_variables``). Errors come
+(``functions.ACTIVATION``); a variable that calls no Python function and does not iterate, or that one expression
+alone needs (``exclusive``), is bound in cel-cpp instead, in each expression that reads it
+(``composition.bound_variables``). Errors come
 back as ERROR values or, for a few, as ``RuntimeError``; both become ``CelEvaluationError`` with cel-go's wording
 where one is known (``_MESSAGES``). Limits: cel-cpp's fixed 10,000 comprehension iterations per evaluation
 (``Iteration budget exceeded``) and the library calls' cost (``cost.library_call_cost`` against
@@ -88,7 +89,7 @@ PARAMS = "params"
 _OPTIONALS = cel.NewEnvConfigFromYaml("extensions:\n  - name: optional\n")
 #: The comprehension macros. A variable bound in cel-cpp (``composition``) is evaluated once per expression that reads
 #: it instead of once per evaluation tuple, which costs less than the reader's calls into Python unless it iterates:
-#: a variable whose expression uses one of these stays read from Python.
+#: a variable whose expression uses one of these stays read from Python, unless only one expression needs it.
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 #: The member functions cel-cpp's optional library declares: an expression calling none of them (and using no
 #: optionals) means the same compiled with or without that library (``CelExprExecutable.optional_neutral``).
@@ -353,12 +354,12 @@ class CelExprBackend:
     ) -> Executable:
         """See ``backend.Backend.compile``. ``variables.<name>`` compiles to a call of the activation's variable
         reader (``composition.read_variables``), so each variable is read, and evaluated, only when an expression
-        needs it. The variables among ``definitions`` that do not iterate, and use cel-cpp's optional types as the
-        expression does or are ``optional_neutral``, are also bound in cel-cpp (``CelExprExecutable``) where they
-        call no Python function, or are ``exclusive``: one that calls Python
-        and that other expressions need too is evaluated once and read (its arguments would cross into Python
-        again in each of them). An expression nested deeper than cel-cpp's parser allows (32) is compiled by the
-        fallback backend, if any (``FallbackExecutable``)."""
+        needs it. The variables among ``definitions`` that use cel-cpp's optional types as the expression does or
+        are ``optional_neutral`` are also bound in cel-cpp (``CelExprExecutable``) where they are ``exclusive``
+        (evaluated once either way), or call no Python function and do not iterate: one that calls Python or
+        iterates and that other expressions need too is evaluated once and read (its arguments would cross into
+        Python, or its iterations run, again in each of them). An expression nested deeper than cel-cpp's parser
+        allows (32) is compiled by the fallback backend, if any (``FallbackExecutable``)."""
         try:
             return self._compile(source, variables, limits, definitions, exclusive)
         except CelCompileError as error:
@@ -418,9 +419,8 @@ class CelExprBackend:
             name: definition.source
             for name, definition in (definitions or {}).items()
             if isinstance(definition, CelExprExecutable)
-            and (not definition.calls_library or name in exclusive)
             and (definition.optionals == optionals or definition.optional_neutral)
-            and not definition.iterates
+            and (name in exclusive or (not definition.calls_library and not definition.iterates))
         }
         bound_source = bound_variables(compiled, bindable) if reads else None
         if bound_source is not None:
