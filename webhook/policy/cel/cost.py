@@ -171,8 +171,9 @@ def library_call_cost(args: tuple[object, ...]) -> int:
     """
     cost = 1
     for arg in args:
-        if isinstance(arg, str | bytes):
+        kind = type(arg)
+        if kind is str or kind is bytes or isinstance(arg, str | bytes):
             cost += math.ceil(len(arg) * 0.1)
-        elif isinstance(arg, Sized):
+        elif kind is list or kind is dict or isinstance(arg, Sized):
             cost += len(arg)
     return cost

@@ -56,6 +56,8 @@ _CEL_CPP_CONVERSIONS = frozenset(
     {"bool", "bytes", "double", "duration", "dyn", "int", "string", "timestamp", "type", "uint"}
 )
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+#: The parameter kinds whose arguments may be library value messages (besides the library types themselves).
+_MESSAGE_KINDS = frozenset({"dyn", "optional_type"})
 #: Converted objects of the cluster snapshot kept per library function (``LibraryCall._stored``).
 SNAPSHOT_OBJECTS = 1024
 
@@ -66,7 +68,7 @@ class LibraryCall:
     per-request namespace (``late``), ``bound`` is the activation's namespace object of that name, else
     ``late``'s own."""
 
-    __slots__ = ("bound", "checked", "late", "name", "overloads", "snapshots", "types")
+    __slots__ = ("bound", "checked", "decodes", "late", "name", "overloads", "snapshots", "types")
 
     def __init__(
         self,
@@ -83,6 +85,8 @@ class LibraryCall:
         self.late = late
         # cel-cpp matches every library message type where one is declared: check the kinds in Python then.
         self.checked = len(overloads) > 1 or any(types.is_library_kind(p) for o in overloads for p in o.params)
+        # only a parameter of a message kind can receive a library value message (``LibraryTypes.decode``)
+        self.decodes = any(p in _MESSAGE_KINDS or types.is_library_kind(p) for o in overloads for p in o.params)
         # conversions of the cluster snapshot's objects (``Overload.snapshot``)
         self.snapshots = Kept(lambda found: to_expr(found, types), SNAPSHOT_OBJECTS)
 
@@ -92,7 +96,7 @@ class LibraryCall:
             if budget.cancelled:  # abandoned: cel-cpp runs on, but its result is never used (Budget.settle)
                 return None
             budget.charge(library_call_cost(arguments))
-        decoded = [self.types.decode(argument) for argument in arguments]
+        decoded = [self.types.decode(argument) for argument in arguments] if self.decodes else arguments
         bound = self.bound if self.late is None else (ACTIVATION.get().get(self.late.name, self.late),)
         overload: Overload | None = self.overloads[0]
         if self.checked:
@@ -109,7 +113,7 @@ class LibraryCall:
             ) from None
         if overload.snapshot:
             return [self._stored(item) for item in result] if type(result) is list else self._stored(result)
-        return to_expr(result, self.types)
+        return result if type(result) is str or type(result) is bool else to_expr(result, self.types)
 
     def _stored(self, found: object) -> object:
         """``to_expr`` of an object of the cluster snapshot, done once per object (``Kept``)."""
