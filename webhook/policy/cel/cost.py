@@ -163,6 +163,10 @@ class Budget:
         self.charge(1)
 
 
+_TEXTS = (str, bytes)
+_SIZED = (list, dict, Sized)  # the builtins first: they match before the ABC's slower check
+
+
 def library_call_cost(args: tuple[object, ...]) -> int:
     """The cost of a library call: 1, plus 0.1 per character of string arguments and 1 per list/map entry.
 
@@ -171,9 +175,8 @@ def library_call_cost(args: tuple[object, ...]) -> int:
     """
     cost = 1
     for arg in args:
-        kind = type(arg)
-        if kind is str or kind is bytes or isinstance(arg, str | bytes):
+        if isinstance(arg, _TEXTS):
             cost += math.ceil(len(arg) * 0.1)
-        elif kind is list or kind is dict or isinstance(arg, Sized):
+        elif isinstance(arg, _SIZED):
             cost += len(arg)
     return cost
