@@ -8,8 +8,9 @@ invocation each, ANDed by the caller). Problems are ``ConfigError``s (``failed t
 ...``), which the caller routes through the policy's failurePolicy.
 
 Param scope without discovery (the apiserver asks its REST mapper): a kind is cluster-scoped when it is one of
-``CLUSTER_SCOPED_KINDS`` (Kubernetes, OLM and Open Cluster Management kinds, extendable) or, for any other kind
-(a custom param kind), when the store holds objects of it and none has a namespace: the param objects
+``CLUSTER_SCOPED_KINDS`` (Kubernetes, OLM and Open Cluster Management kinds, extendable), namespaced when it is one
+of ``NAMESPACED_KINDS`` (ConfigMap, Secret, ...) and, for any other kind
+(a custom param kind), cluster-scoped when the store holds objects of it and none has a namespace: the param objects
 themselves say their scope. A kind the store holds no object of counts as namespaced (its params are then not
 found either way).
 """
@@ -42,6 +43,18 @@ CLUSTER_SCOPED_KINDS: frozenset[tuple[str, str]] = frozenset(
         ("olm.operatorframework.io", "ClusterExtensionRevision"),
         ("cluster.open-cluster-management.io", "ManagedCluster"),
         ("addon.open-cluster-management.io", "ClusterManagementAddOn"),
+    }
+)
+#: (API group, kind) of well-known namespaced kinds that may serve as params: their scope needs no look at the store.
+NAMESPACED_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "ConfigMap"),
+        ("", "Secret"),
+        ("", "ServiceAccount"),
+        ("addon.open-cluster-management.io", "AddOnDeploymentConfig"),
+        ("addon.open-cluster-management.io", "ManagedClusterAddOn"),
+        ("cluster.open-cluster-management.io", "Placement"),
+        ("cluster.open-cluster-management.io", "PlacementDecision"),
     }
 )
 
@@ -153,9 +166,12 @@ def collect_params(
 
 
 def is_cluster_scoped(param_kind: ParamKind, store: ObjectStore, cluster_scoped: Collection[tuple[str, str]]) -> bool:
-    """Whether ``param_kind`` is cluster-scoped: listed in ``cluster_scoped`` (group, kind), or held by ``store``
-    only as objects without a namespace."""
-    if (param_kind.api_version.rpartition("/")[0], param_kind.kind) in cluster_scoped:
+    """Whether ``param_kind`` is cluster-scoped: listed in ``cluster_scoped`` (group, kind), or not one of the
+    ``NAMESPACED_KINDS`` and held by ``store`` only as objects without a namespace."""
+    kind = (param_kind.api_version.rpartition("/")[0], param_kind.kind)
+    if kind in cluster_scoped:
         return True
+    if kind in NAMESPACED_KINDS:
+        return False
     objects = store.list(param_kind.api_version, param_kind.kind)
     return bool(objects) and not any((obj.get("metadata") or {}).get("namespace") for obj in objects)
