@@ -474,6 +474,7 @@ def test_the_webhook_deployment_is_highly_available_probed_and_hardened(rendered
     assert "--policies=/app/policies" in c["args"]
     assert "--port=8443" in c["args"]
     assert "--cel-engine=cel-expr" in c["args"]
+    assert "--workers=2" in c["args"]  # two workers fit the memory limit, whatever the node's CPU count
     assert c["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}

@@ -13,6 +13,7 @@ One dataclass per front end, each with its ``UPGRADE_GATE_*`` variables listed i
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -105,8 +106,10 @@ class ServeSettings:
     worker, idle ones included), ``io_timeout_s`` (``UPGRADE_GATE_IO_TIMEOUT``, 10 s: a connection whose TLS
     handshake, request or answer makes no progress for this long is closed), ``max_requests``
     (``UPGRADE_GATE_MAX_REQUESTS``, 20,000; 0 = never: a worker is replaced, gracefully, after about this many
-    requests, because cel-expr-python 0.1.3 never frees the arguments of a Python function call, about 2 KB per
-    admission request), ``metrics_dir``
+    requests), ``max_worker_memory_mib`` (``UPGRADE_GATE_MAX_WORKER_MEMORY``, 140 MiB; 0 = never: a worker whose
+    resident memory passes it is replaced, gracefully, within a second). Both bound a worker's memory:
+    cel-expr-python 0.1.3 never frees the arguments and the result of a call into a Python function, 2-6 KB per
+    admission request with the bundled policies. ``metrics_dir``
     (``PROMETHEUS_MULTIPROC_DIR``; ``None`` = a fresh temporary directory), ``log_level``
     (``UPGRADE_GATE_LOG_LEVEL``, ``INFO``).
     """
@@ -134,6 +137,7 @@ class ServeSettings:
     max_connections: int = 250
     io_timeout_s: float = 10.0
     max_requests: int = 20_000
+    max_worker_memory_mib: int = 140
     metrics_dir: Path | None = None
     log_level: str = "INFO"
 
@@ -163,6 +167,9 @@ class ServeSettings:
             max_connections=int(_number(env, f"{_PREFIX}MAX_CONNECTIONS", defaults.max_connections, minimum=1)),
             io_timeout_s=_number(env, f"{_PREFIX}IO_TIMEOUT", defaults.io_timeout_s, minimum=0.1),
             max_requests=int(_number(env, f"{_PREFIX}MAX_REQUESTS", defaults.max_requests, minimum=0)),
+            max_worker_memory_mib=int(
+                _number(env, f"{_PREFIX}MAX_WORKER_MEMORY", defaults.max_worker_memory_mib, minimum=0)
+            ),
             request_timeout_s=_number(env, f"{_PREFIX}REQUEST_TIMEOUT", defaults.request_timeout_s, minimum=0.1),
             reload_interval_s=_number(env, f"{_PREFIX}RELOAD_INTERVAL", defaults.reload_interval_s, minimum=0.1),
             resync_s=_number(env, f"{_PREFIX}RESYNC", defaults.resync_s, minimum=1),
@@ -172,8 +179,8 @@ class ServeSettings:
 
     @property
     def worker_count(self) -> int:
-        """``workers``, or one per CPU core when 0."""
-        return self.workers or os.cpu_count() or 1
+        """``workers``, or one per CPU the process may use when 0 (``usable_cpus``)."""
+        return self.workers or usable_cpus()
 
     @property
     def watches_cluster(self) -> bool:
@@ -303,3 +310,22 @@ class ControllerSettings:
             health_port=int(_number(env, f"{_PREFIX}HEALTH_PORT", defaults.health_port)),
             log_level=_text(env, f"{_PREFIX}LOG_LEVEL", defaults.log_level).upper(),
         )
+
+
+#: The cgroup v2 file of a container's CPU limit: ``<quota> <period>`` in microseconds, or ``max <period>``.
+CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may use, at least 1: those it may run on (``os.sched_getaffinity``, else
+    ``os.cpu_count``), at most its cgroup's CPU limit rounded up (a container's ``resources.limits.cpu``), as the
+    Go runtime's container-aware GOMAXPROCS does. A node's CPU count alone would start a worker per node CPU in a
+    pod limited to two."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        quota, period = CPU_MAX.read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError, ZeroDivisionError):
+        pass  # no cgroup v2 limit readable: the affinity stands
+    return max(cpus, 1)

@@ -151,3 +151,18 @@ def test_a_worker_is_replaced_after_max_requests_without_a_failed_request(tmp_pa
         replaced = _workers(running)
     assert answers == [answers[0]] * 120  # every request answered (``review`` asserts HTTP 200), and alike
     assert len(first) == 1 and first.isdisjoint(replaced)
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads resident memory from /proc")
+def test_a_worker_past_its_memory_limit_is_replaced_without_a_failed_request(tmp_path: Path) -> None:
+    """With a limit below any worker's size, each worker is replaced at its first memory check (every second)."""
+    review = next(case for case in CASES if case["endpoint"] == "validate")["review"]
+    env = {"UPGRADE_GATE_MAX_WORKER_MEMORY": "1"}
+    with serving(tmp_path, POLICIES, "--objects", str(OBJECTS), "--workers", "1", env=env) as running:
+        seen, answers, ends = [_workers(running)], [], time.monotonic() + 3.5
+        while time.monotonic() < ends:
+            answers.append(running.review("validate", review)["response"]["allowed"])
+            if (found := _workers(running)) != seen[-1]:
+                seen.append(found)
+    assert answers == [answers[0]] * len(answers)  # every request answered (``review`` asserts HTTP 200), and alike
+    assert len(seen) >= 3  # replaced again and again

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from webhook import settings
 from webhook.errors import InputError
 from webhook.settings import ServeSettings
 
@@ -32,6 +34,7 @@ def test_every_variable_is_read() -> None:
         "UPGRADE_GATE_MAX_CONNECTIONS": "100",
         "UPGRADE_GATE_IO_TIMEOUT": "5",
         "UPGRADE_GATE_MAX_REQUESTS": "500",
+        "UPGRADE_GATE_MAX_WORKER_MEMORY": "200",
         "UPGRADE_GATE_REQUEST_TIMEOUT": "2.5",
         "UPGRADE_GATE_RELOAD_INTERVAL": "0.5",
         "UPGRADE_GATE_RESYNC": "60",
@@ -55,6 +58,7 @@ def test_every_variable_is_read() -> None:
         max_connections=100,
         io_timeout_s=5,
         max_requests=500,
+        max_worker_memory_mib=200,
         request_timeout_s=2.5,
         reload_interval_s=0.5,
         resync_s=60,
@@ -104,3 +108,21 @@ def test_a_bad_value_names_its_variable(env: dict[str, str], message: str) -> No
 )
 def test_when_the_cluster_is_watched(settings: ServeSettings, watches: bool) -> None:
     assert settings.watches_cluster is watches
+
+
+@pytest.mark.parametrize(
+    ("cpu_max", "limit"),
+    [("150000 100000\n", 2), ("50000 100000\n", 1), ("max 100000\n", None), ("garbage\n", None), (None, None)],
+)
+def test_workers_default_to_the_cpus_the_container_may_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu_max: str | None, limit: int | None
+) -> None:
+    """A cgroup CPU limit (cpu.max: quota and period in microseconds) caps the default, rounded up; without one
+    (unlimited, unreadable, absent) the CPUs the process may run on decide."""
+    runnable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    path = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        path.write_text(cpu_max)
+    monkeypatch.setattr(settings, "CPU_MAX", path)
+    assert ServeSettings(workers=0).worker_count == (min(runnable, limit) if limit else runnable)
+    assert ServeSettings(workers=3).worker_count == 3

@@ -101,15 +101,17 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         config: dict[str, Any] = {
             "bind": [f"{host}:{settings.port}"],
             "workers": settings.worker_count,
-            "worker_class": admission_worker(settings.io_timeout_s, settings.max_connections, self.metrics),
+            "worker_class": admission_worker(
+                settings.io_timeout_s, settings.max_connections, self.metrics, settings.max_worker_memory_mib
+            ),
             "asgi_loop": "uvloop",
             "asgi_lifespan": "off",
             "keepalive": math.ceil(settings.keepalive_s),
             # gunicorn kills a worker whose main loop (not a request) is silent for this long.
             "timeout": math.ceil(settings.request_timeout_s) + 10,
             "graceful_timeout": math.ceil(settings.request_timeout_s) + 2,
-            # a worker is replaced after about max_requests (a leak of cel-expr-python: ServeSettings); the jitter
-            # keeps workers from being replaced together
+            # a worker is replaced after about max_requests, or past max_worker_memory_mib (AdmissionWorker): a leak
+            # of cel-expr-python (ServeSettings); the jitter keeps workers from being replaced together
             "max_requests": settings.max_requests,
             "max_requests_jitter": settings.max_requests // 10,
             "preload_app": True,
@@ -196,7 +198,7 @@ def freeze_survivors() -> None:
     arguments of a call into Python (``ServeSettings.max_requests``), tuples the collector tracks. A worker's full
     collections then paused its event loop, and every connection's answers, for 30-80 ms (README, "Performance").
     The price: a reference cycle that dies after a full collection found it alive is never freed; workers are
-    replaced after ``max_requests``, which bounds that too."""
+    replaced after ``max_requests`` or past ``max_worker_memory_mib``, which bounds that too."""
     gc.freeze()
     gc.callbacks.append(_freeze_after_full_collection)
 

@@ -37,6 +37,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from gunicorn.asgi.protocol import ASGIProtocol
@@ -45,8 +46,11 @@ from gunicorn.workers.gasgi import ASGIWorker
 
 from webhook.serve.metrics import Metrics
 
-#: How often a worker tells the master it is alive and refreshes its connection gauges.
+#: How often a worker tells the master it is alive, refreshes its connection gauges and checks its memory.
 HEARTBEAT_S = 1.0
+MIB = 1024 * 1024
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+STATM = Path("/proc/self/statm")
 
 
 class WorkerLogger(Logger):  # type: ignore[misc]  # gunicorn ships no type hints
@@ -156,10 +160,22 @@ def _count_stalled_handshake(protocol: weakref.ref[AdmissionProtocol], metrics: 
         metrics.connection_timeouts.inc()
 
 
-def admission_worker(io_timeout_s: float, max_connections: int, metrics: Metrics) -> type[ASGIWorker]:
+def resident_mib() -> float | None:
+    """This process's resident memory in MiB (Linux ``/proc/self/statm``); ``None`` where it cannot be read."""
+    try:
+        pages = int(STATM.read_bytes().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return pages * PAGE_BYTES / MIB
+
+
+def admission_worker(
+    io_timeout_s: float, max_connections: int, metrics: Metrics, max_memory_mib: int = 0
+) -> type[ASGIWorker]:
     """gunicorn's ``ASGIWorker`` serving the ASGI application with at most
     ``max_connections`` connections, TLS handshakes and stalled bodies bounded by ``io_timeout_s``, and the
-    connection counts reported to ``metrics`` (see the module docstring)."""
+    connection counts reported to ``metrics`` (see the module docstring); replaced, gracefully, once its resident
+    memory passes ``max_memory_mib`` (0: never; checked every ``HEARTBEAT_S``)."""
 
     class AdmissionWorker(ASGIWorker):  # type: ignore[misc]  # gunicorn ships no type hints
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -182,6 +198,15 @@ def admission_worker(io_timeout_s: float, max_connections: int, metrics: Metrics
             """True at the connection cap."""
             return len(self.protocols) >= max_connections
 
+        def check_memory(self) -> None:
+            """Stop serving, to be replaced, once the resident memory is past ``max_memory_mib``."""
+            resident = resident_mib() if max_memory_mib else None
+            if resident is not None and resident > max_memory_mib:
+                self.log.info(
+                    "worker %s uses %.0f MiB, above the %d MiB limit: replacing it", self.pid, resident, max_memory_mib
+                )
+                self.alive = False
+
         async def _serve(self) -> None:
             """gunicorn's serving loop, with ``Listening`` servers (the application's lifespan is not used)."""
             self.listening = Listening(
@@ -197,6 +222,7 @@ def admission_worker(io_timeout_s: float, max_connections: int, metrics: Metrics
             self.stopping = asyncio.Event()
             while self.alive and self.ppid == os.getppid():
                 self.notify()
+                self.check_memory()
                 protocols = list(self.protocols)
                 metrics.connections.labels("open").set(len(protocols))
                 metrics.connections.labels("idle").set(sum(protocol.idle for protocol in protocols))
