@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+from webhook.serve.server import YOUNG_COLLECTION_THRESHOLD
+
 PROGRAM = """
 import gc, json
 from webhook.serve.server import freeze_survivors
@@ -18,7 +20,7 @@ gc.collect(1)
 young = gc.get_freeze_count()
 gc.collect()
 full = gc.get_freeze_count()
-print(json.dumps({"started": started, "young": young, "full": full}))
+print(json.dumps({"started": started, "young": young, "full": full, "threshold": gc.get_threshold()[0]}))
 """
 
 
@@ -28,3 +30,8 @@ def test_what_survives_a_full_collection_is_frozen_and_a_younger_collection_free
     assert counts["started"] > 0  # what the process had loaded
     assert counts["young"] == counts["started"]
     assert counts["full"] >= counts["started"] + 10_000
+
+
+def test_young_collections_wait_for_many_more_objects_than_cpythons_default() -> None:
+    done = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["threshold"] == YOUNG_COLLECTION_THRESHOLD > 700

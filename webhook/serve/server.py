@@ -193,6 +193,10 @@ def freeze_survivors() -> None:
     """Keep the garbage collector's full collections short in this process: what exists now (in a worker: what the
     master loaded, modules, the policy set, the application) and what survives each full collection from now on is
     moved out of the collector's sight (``gc.freeze``), so that the next full collection scans only what came since.
+    Young collections run every ``YOUNG_COLLECTION_THRESHOLD`` new objects instead of CPython's 700: an admission
+    review allocates hundreds, so collections ran every few reviews, each scanning objects that live for a review
+    (6% less worker CPU per review with the bundled policies, measured side by side; a young collection of this
+    many objects takes about a millisecond).
 
     Without it a full collection scans the whole heap, and it grows: cel-expr-python 0.1.3 never frees the
     arguments of a call into Python (``ServeSettings.max_requests``), tuples the collector tracks. A worker's full
@@ -201,6 +205,7 @@ def freeze_survivors() -> None:
     replaced after ``max_requests`` or past ``max_worker_memory_mib``, which bounds that too."""
     gc.freeze()
     gc.callbacks.append(_freeze_after_full_collection)
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def _freeze_after_full_collection(phase: str, info: dict[str, int]) -> None:
@@ -210,6 +215,8 @@ def _freeze_after_full_collection(phase: str, info: dict[str, int]) -> None:
 
 #: CPython's generations are 0, 1 and 2; a collection of the oldest is a full collection.
 _OLDEST_GENERATION = 2
+#: New container objects (allocations less deallocations) that start a collection of the youngest generation.
+YOUNG_COLLECTION_THRESHOLD = 20_000
 
 
 def cluster_cache(settings: ServeSettings, policies: PolicySet) -> ClusterFactory | None:
