@@ -56,26 +56,30 @@ def test_a_denial_without_causes_listed_has_its_message_as_only_cause() -> None:
 
 
 @pytest.mark.parametrize("cel_engine", CEL_ENGINES)
-def test_validations_evaluated_together_decide_as_one_by_one(cel_engine: str) -> None:
-    """The bundled policies with several validations each have the one program of them all (the fast path is
-    live), and with it every request of the bundled policy tests is decided exactly as with the validations one by
-    one."""
+def test_expressions_evaluated_together_decide_as_one_by_one(cel_engine: str) -> None:
+    """The bundled policies with several validations or mutations each have the one program of them all (the fast
+    path is live), and with it every request of the bundled policy tests is decided, and patched, exactly as with
+    the expressions one by one."""
     policies = load_policy_set([ROOT / "policies"], engine=cel_engine)
-    several = [policy for policy in policies.validating_policies if len(policy.validations) > 1]
+    several = [p for p in policies.validating_policies if len(p.validations) > 1]
+    several_mutations = [p for p in policies.mutating_policies if len(p.mutations) > 1]
     assert several and all(policy.all_validations is not None for policy in several)
+    assert several_mutations and all(policy.all_mutations is not None for policy in several_mutations)
     one_by_one = dataclasses.replace(
         policies,
-        validating_policies=tuple(
-            dataclasses.replace(policy, all_validations=None) for policy in policies.validating_policies
-        ),
+        validating_policies=tuple(dataclasses.replace(p, all_validations=None) for p in policies.validating_policies),
+        mutating_policies=tuple(dataclasses.replace(p, all_mutations=None) for p in policies.mutating_policies),
     )
-    outcomes = set()
+    outcomes, patched = set(), 0
     for suite in load_suites([ROOT / "policies" / "tests"]):
         for case in suite.cases:
             store = InMemoryObjectStore([*policies.params, *suite.objects, *case.objects])
-            now = case.now or suite.now
-            together = PolicyEngine(policies, store).validate(case.request, case.namespace, now=now)
-            alone = PolicyEngine(one_by_one, store).validate(case.request, case.namespace, now=now)
-            assert together == alone, f"{suite.name}: {case.name}"
-            outcomes.add(together.allowed)
-    assert outcomes == {True, False}  # the corpus both admits and denies
+            together, alone = PolicyEngine(policies, store), PolicyEngine(one_by_one, store)
+            now, named = case.now or suite.now, f"{suite.name}: {case.name}"
+            decision = together.validate(case.request, case.namespace, now=now)
+            assert decision == alone.validate(case.request, case.namespace, now=now), named
+            mutated = together.mutate(case.request, case.namespace, now=now)
+            assert mutated == alone.mutate(case.request, case.namespace, now=now), named
+            outcomes.add(decision.allowed)
+            patched += bool(mutated.patch)
+    assert outcomes == {True, False} and patched  # the corpus admits, denies and patches

@@ -13,10 +13,10 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from webhook.errors import CelEvaluationError, ReviewError
-from webhook.policy.cel import Backend, Kept, Values
+from webhook.policy.cel import Backend, Kept, Program, Values
 from webhook.policy.matching import Attributes
 from webhook.policy.model import Expression, MatchCondition, Variable
 
@@ -160,6 +160,18 @@ def evaluate(expression: Expression, activation: Activation) -> tuple[object, st
         return expression.program.evaluate(activation), None
     except CelEvaluationError as err:
         return None, str(err)
+
+
+def evaluate_together(program: Program | None, values: Activation) -> list[object] | None:
+    """The results, as plain Python, of ``program``, one program of several expressions (``specs.all_of``), on
+    ``values``; ``None`` without one, or where its evaluation ended in an error (which the expressions evaluated one
+    by one word and attribute as the apiserver does)."""
+    if program is None:
+        return None
+    try:
+        return cast(list[object], values.backend.to_python(program.evaluate(values)))
+    except CelEvaluationError:
+        return None
 
 
 class LazyVariables(Mapping[str, object]):

@@ -32,7 +32,6 @@ from typing import Any, cast
 
 import jsonpatch
 
-from webhook.errors import CelEvaluationError
 from webhook.objects import ObjectStore
 from webhook.policy import mutation
 from webhook.policy.activation import (
@@ -42,6 +41,7 @@ from webhook.policy.activation import (
     activation,
     bind_variables,
     evaluate,
+    evaluate_together,
     match_conditions,
 )
 from webhook.policy.cel import backend_named, extension_bindings
@@ -263,14 +263,10 @@ def _known_results(policy: ValidatingPolicy, values: Activation) -> Sequence[boo
     """Each validation's boolean result from one evaluation of ``policy.all_validations``; ``None`` for one to
     evaluate on its own: a result that is no boolean, or every one if the list ended in an error (which the
     validations' own evaluations word and attribute as the apiserver does)."""
-    unknown = (None,) * len(policy.validations)
-    if policy.all_validations is None:
-        return unknown
-    try:
-        found = values.backend.to_python(policy.all_validations.evaluate(values))
-    except CelEvaluationError:
-        return unknown
-    return [result if type(result) is bool else None for result in cast(list[object], found)]
+    found = evaluate_together(policy.all_validations, values)
+    if found is None:
+        return (None,) * len(policy.validations)
+    return [result if type(result) is bool else None for result in found]
 
 
 def _validation_failure(

@@ -130,9 +130,9 @@ class ValidatingPolicy:
     """A ``ValidatingAdmissionPolicy``.
 
     ``all_validations``: one program of every validation's expression, their results as a list in order
-    (``validating.all_validations``), so that a request pays one evaluation, in which each variable is evaluated
-    at most once, where it would pay one per validation; ``None`` where it does not compile on its own (fewer than
-    two validations, over the length or nesting limits)."""
+    (``specs.all_of``), so that a request pays one evaluation, in which each variable is evaluated at most once,
+    where it would pay one per validation; ``None`` where there is none (fewer than two validations, over the
+    length or nesting limits)."""
 
     name: str
     match_constraints: MatchResources
@@ -158,7 +158,11 @@ class ValidatingBinding:
 
 @dataclass(frozen=True, slots=True)
 class MutatingPolicy:
-    """A ``MutatingAdmissionPolicy`` (v1alpha1, v1beta1 and v1 have the same fields)."""
+    """A ``MutatingAdmissionPolicy`` (v1alpha1, v1beta1 and v1 have the same fields).
+
+    ``all_mutations``: one program of every mutation's expression, their results as a list in order
+    (``specs.all_of``): the mutations up to the first that changes the object see the same object, so one
+    evaluation gives all of their results (``mutation``); ``None`` where there is none."""
 
     name: str
     match_constraints: MatchResources
@@ -168,6 +172,7 @@ class MutatingPolicy:
     variables: tuple[Variable, ...] = ()
     param_kind: ParamKind | None = None
     failure_policy: str = FAIL
+    all_mutations: Program | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from webhook.policy.specs import (
     EXPRESSION_VARIABLES,
     MATCH_CONDITION_VARIABLES,
     MUTATING_OPERATIONS,
+    all_of,
     exclusive_variables,
     policy_variables,
     read_binding_common,
@@ -65,6 +66,12 @@ def mutating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -> 
         variables=variables,
         param_kind=param_kind,
         failure_policy=reader.enum(spec, at, "failurePolicy", (model.FAIL, model.IGNORE), model.FAIL),
+        all_mutations=all_of(
+            reader.compiler,
+            [mutation.expression for mutation in mutations],
+            policy_variables(param_kind, EXPRESSION_VARIABLES),
+            defined,
+        ),
     )
 
 

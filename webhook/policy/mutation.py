@@ -35,7 +35,15 @@ from typing import Any, cast
 import jsonpatch
 
 from webhook.errors import MutationError
-from webhook.policy.activation import Activation, RequestInputs, activation, bind_variables, evaluate, match_conditions
+from webhook.policy.activation import (
+    Activation,
+    RequestInputs,
+    activation,
+    bind_variables,
+    evaluate,
+    evaluate_together,
+    match_conditions,
+)
 from webhook.policy.decision import Decision
 from webhook.policy.dispatch import ConfigError, Invocation
 from webhook.policy.initializers import TYPE_KEY
@@ -211,11 +219,12 @@ class _State:
             return False
         before = self.object
         bind_variables(values, policy.variables)
-        for mutation in policy.mutations:
+        known = evaluate_together(policy.all_mutations, values) if self.object is not None else None
+        for index, mutation in enumerate(policy.mutations):
             if self.object is None:  # nothing to patch (the apiserver skips patchers then)
                 continue
             try:
-                changed = _apply(mutation, self.object, values)
+                changed = _apply(mutation, self.object, values, known[index] if known is not None else _UNKNOWN)
             except MutationError as err:
                 self.error(policy, binding, str(err), "Invalid")
                 continue
@@ -224,15 +233,23 @@ class _State:
                 # JSON values (the request's, merged with or patched by plain results): nothing to check
                 self.inputs.cel["object"] = values["object"] = values.backend.from_json(changed)
                 bind_variables(values, policy.variables)  # each patcher composes variables anew
+                known = None  # the results evaluated together were of the object before this change
         return bool(self.object != before)
 
 
-def _apply(mutation: Mutation, obj: Any, values: Activation) -> Any:
-    """The object after one mutation. Raises ``MutationError``."""
-    result, error = evaluate(mutation.expression, values)
-    if error is not None:
-        raise MutationError(f"expression '{mutation.expression.text}' resulted in error: {error}")
-    value = values.backend.to_python(result)
+_UNKNOWN = object()
+
+
+def _apply(mutation: Mutation, obj: Any, values: Activation, known: object = _UNKNOWN) -> Any:
+    """The object after one mutation, whose result is ``known`` (plain Python) or evaluated here. Raises
+    ``MutationError``."""
+    if known is _UNKNOWN:
+        result, error = evaluate(mutation.expression, values)
+        if error is not None:
+            raise MutationError(f"expression '{mutation.expression.text}' resulted in error: {error}")
+        value = values.backend.to_python(result)
+    else:
+        value = known
     if mutation.patch_type == APPLY_CONFIGURATION:
         if not isinstance(value, dict):
             raise MutationError("ApplyConfiguration expression must evaluate to an Object")

@@ -6,16 +6,16 @@ common fields. Each reader records problems on its ``FieldReader`` and returns w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from webhook.errors import InputError
+from webhook.errors import CelCompileError, InputError
 from webhook.objects import LabelSelector
 from webhook.policy import apivalidation as api
 from webhook.policy import model
 from webhook.policy.cel import Program
 from webhook.policy.documents import MarkedMap, plain
-from webhook.policy.fields import At, FieldReader
+from webhook.policy.fields import At, Compiler, FieldReader
 from webhook.policy.lexical import read_names
 
 OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
@@ -286,6 +286,32 @@ def exclusive_variables(variables: Sequence[model.Variable], expressions: Iterab
             if isinstance(reader, int) or reader in exclusive:
                 exclusive.add(variable.name)
     return frozenset(exclusive)
+
+
+def all_of(
+    compile_cel: Compiler,
+    expressions: Sequence[model.Expression],
+    variables: frozenset[str],
+    defined: Mapping[str, Program | None],
+) -> Program | None:
+    """One program of ``expressions`` (a policy's validations, or its mutations), ``[dyn(<expression>), ...]`` of
+    the texts they were compiled from, in order, with each of the ``defined`` variables evaluated at most once in
+    it (every variable is ``exclusive`` to it); ``None`` for fewer than two, or where the list does not compile on
+    its own (over the length or nesting limits), or only on another engine than the policy's (``Program.fallback``).
+
+    The engine uses it where it gives the results of the expressions one by one (``engine``, ``mutation``): CEL is
+    free of side effects and a request's lookups and clock are fixed, so an evaluation of the list that ends
+    without an error holds each expression's own result on the same activation; one that ends in an error (or past
+    the cost limit, which counts the whole list) says nothing, and the expressions are evaluated one by one."""
+    if len(expressions) < 2:
+        return None
+    text = "[" + ", ".join(f"dyn({expression.program.expression}\n)" for expression in expressions) + "]"
+    definitions = {name: program for name, program in defined.items() if program is not None}
+    try:
+        program = compile_cel(text, variables, definitions, frozenset(definitions))
+    except CelCompileError:
+        return None
+    return program if program.fallback is None else None
 
 
 def texts(items: object, *path: str) -> list[str]:

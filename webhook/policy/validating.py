@@ -6,12 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.errors import CelCompileError
 from webhook.policy import apivalidation as api
 from webhook.policy import model
 from webhook.policy.cel import Program
 from webhook.policy.documents import MarkedMap
-from webhook.policy.fields import At, Compiler, FieldReader
+from webhook.policy.fields import At, FieldReader
 from webhook.policy.specs import (
     BOOL,
     EXPRESSION_VARIABLES,
@@ -22,6 +21,7 @@ from webhook.policy.specs import (
     OPERATIONS,
     REASONS,
     STRING,
+    all_of,
     exclusive_variables,
     policy_variables,
     read_binding_common,
@@ -75,30 +75,13 @@ def validating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -
         variables=variables,
         param_kind=param_kind,
         failure_policy=reader.enum(spec, at, "failurePolicy", (model.FAIL, model.IGNORE), model.FAIL),
-        all_validations=all_validations(reader.compiler, validations, scope),
+        all_validations=all_of(
+            reader.compiler,
+            [validation.expression for validation in validations],
+            policy_variables(param_kind, EXPRESSION_VARIABLES),
+            scope.defined,
+        ),
     )
-
-
-def all_validations(compile_cel: Compiler, validations: list[model.Validation], scope: _Scope) -> Program | None:
-    """One program of every validation's expression, ``[dyn(<expression>), ...]`` in order, with each variable
-    evaluated at most once in it (every variable is ``exclusive`` to it); ``None`` for fewer than two validations,
-    or where the list does not compile on its own (over the length or nesting limits), or only on another engine
-    than the policy's (``Program.fallback``).
-
-    The engine uses it where it gives the same decisions as the validations one by one (``engine._validate_one``):
-    CEL is free of side effects and the request's lookups and clock are fixed, so an evaluation of the list that
-    ends without an error holds each validation's own result; one that ends in an error (or past the cost limit,
-    which counts the whole list) says nothing, and the validations are evaluated one by one."""
-    if len(validations) < 2:
-        return None
-    text = "[" + ", ".join(f"dyn({validation.expression.text}\n)" for validation in validations) + "]"
-    definitions = {name: program for name, program in scope.defined.items() if program is not None}
-    variables = policy_variables(scope.param_kind, EXPRESSION_VARIABLES)
-    try:
-        program = compile_cel(text, variables, definitions, frozenset(definitions))
-    except CelCompileError:
-        return None
-    return program if program.fallback is None else None
 
 
 @dataclass(frozen=True, slots=True)
