@@ -96,7 +96,7 @@ def with_request_time(found: dict[str, Any], want: dict[str, Any], made: Callabl
 
 
 def between(earliest: datetime.datetime, latest: datetime.datetime) -> Callable[[str], bool]:
-    """Whether an RFC 3339 text is a time from ``earliest`` (to the second: an engine may drop the fraction) to
+    """Whether an RFC 3339 text is a time from ``earliest`` (to the second) to
     ``latest``."""
 
     def check(text: str) -> bool:

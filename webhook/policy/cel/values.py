@@ -190,8 +190,22 @@ def format_timestamp(value: datetime.datetime) -> str:
     return text + "Z"
 
 
+def timestamp_string(value: datetime.datetime) -> str:
+    """``string(timestamp)`` as cel-go gives it (Go's RFC 3339 with nanoseconds, recorded from kube-apiserver 1.32):
+    in the timestamp's own offset (``Z`` for UTC, ``+02:00``...) with only as many fractional digits as needed."""
+    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    if value.microsecond:
+        text += f".{value.microsecond:06d}".rstrip("0")
+    offset = value.utcoffset()
+    if not offset:
+        return text + "Z"
+    minutes = int(abs(offset).total_seconds()) // 60
+    return f"{text}{'-' if offset < datetime.timedelta(0) else '+'}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
 def format_duration(value: datetime.timedelta) -> str:
-    """Seconds with a trailing ``s`` and fractional digits needed: ``3600s``, ``1.5s``, ``-1.25s``."""
+    """Seconds with a trailing ``s`` and fractional digits needed: ``3600s``, ``1.5s``, ``-1.25s`` (cel-go's
+    ``string(duration)`` too)."""
     micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
     sign = "-" if micros < 0 else ""
     seconds, fraction = divmod(abs(micros), 1_000_000)

@@ -16,6 +16,7 @@ from celpy import celtypes
 from celpy import evaluation as celpy_evaluation
 
 from webhook.policy.cel.libraries.registry import Overload, function, member
+from webhook.policy.cel.values import format_duration, timestamp_string
 
 
 def size(value: Any) -> int:
@@ -43,9 +44,9 @@ def _accessors() -> list[Overload]:
     return overloads
 
 
-#: The kinds ``string()`` converts with cel-python's conversion (cel-go's ``string`` overloads, ``bool`` apart);
-#: libraries add their own types.
-_STRING_KINDS = ("int", "uint", "double", "string", "bytes", "timestamp", "duration")
+#: The kinds ``string()`` converts with cel-python's conversion (cel-go's ``string`` overloads; ``bool``,
+#: ``timestamp`` and ``duration`` apart); libraries add their own types.
+_STRING_KINDS = ("int", "uint", "double", "string", "bytes")
 
 
 def bool_to_string(value: Any) -> str:
@@ -74,6 +75,9 @@ STANDARD: tuple[Overload, ...] = (
     *(function(name, convert, "dyn") for name, convert in _CONVERSIONS.items() if name != "string"),
     *(function("string", celtypes.StringType, kind) for kind in _STRING_KINDS),
     function("string", bool_to_string, "bool"),
+    # cel-python drops fractional seconds (``string(duration('100ms'))`` is ``0s``): cel-go's text instead
+    function("string", timestamp_string, "timestamp"),
+    function("string", format_duration, "duration"),
     *_accessors(),
 )
 
