@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import ssl
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -16,6 +19,7 @@ import pytest
 
 from tests.serve.conftest import BAD_REQUESTS, CASES, OBJECTS, POLICIES, bad_body, expected, summary
 from tests.serve.process import Server, serving
+from webhook.serve.worker import replacement_turn
 from webhook.settings import CEL_ENGINES
 
 
@@ -166,3 +170,16 @@ def test_a_worker_past_its_memory_limit_is_replaced_without_a_failed_request(tmp
                 seen.append(found)
     assert answers == [answers[0]] * len(answers)  # every request answered (``review`` asserts HTTP 200), and alike
     assert len(seen) >= 3  # replaced again and again
+
+
+def test_workers_are_replaced_for_their_memory_one_at_a_time(tmp_path: Path) -> None:
+    """A worker's turn (the lock file's lock) is refused to every other process until it exits."""
+    lock = tmp_path / "worker-replacement.lock"
+    probe = f"from webhook.serve.worker import replacement_turn; print(replacement_turn({str(lock)!r}) is not None)"
+    held = replacement_turn(lock)
+    assert held is not None
+    other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == "False"
+    os.close(held)  # as at the worker's exit
+    other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == "True"

@@ -102,7 +102,11 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
             "bind": [f"{host}:{settings.port}"],
             "workers": settings.worker_count,
             "worker_class": admission_worker(
-                settings.io_timeout_s, settings.max_connections, self.metrics, settings.max_worker_memory_mib
+                settings.io_timeout_s,
+                settings.max_connections,
+                self.metrics,
+                settings.max_worker_memory_mib,
+                settings.metrics_dir / REPLACEMENT_LOCK if settings.metrics_dir is not None else None,
             ),
             "asgi_loop": "uvloop",
             "asgi_lifespan": "off",
@@ -173,6 +177,8 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
 #: the time it took itself (the workers compile it in a thread beside their requests), plus the interval at which
 #: they look for one.
 WORKER_HEADSTART = 3.0
+#: The file in ``metrics_dir`` whose lock a worker holds from the time it is replaced for its memory until it exits.
+REPLACEMENT_LOCK = "worker-replacement.lock"
 
 
 class PolicyArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints

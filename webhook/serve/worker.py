@@ -30,6 +30,7 @@ TLS handshake, or waiting for a request), refreshed every second by the worker's
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import socket
 import ssl
@@ -169,13 +170,31 @@ def resident_mib() -> float | None:
     return pages * PAGE_BYTES / MIB
 
 
+def replacement_turn(lock: Path) -> int | None:
+    """A file descriptor holding ``lock`` (``flock``, exclusive) until it is closed or this process exits, or
+    ``None`` if another process holds it: the workers of a server are replaced for their memory one at a time."""
+    descriptor = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        return None
+    return descriptor
+
+
 def admission_worker(
-    io_timeout_s: float, max_connections: int, metrics: Metrics, max_memory_mib: int = 0
+    io_timeout_s: float,
+    max_connections: int,
+    metrics: Metrics,
+    max_memory_mib: int = 0,
+    replacement_lock: Path | None = None,
 ) -> type[ASGIWorker]:
     """gunicorn's ``ASGIWorker`` serving the ASGI application with at most
     ``max_connections`` connections, TLS handshakes and stalled bodies bounded by ``io_timeout_s``, and the
     connection counts reported to ``metrics`` (see the module docstring); replaced, gracefully, once its resident
-    memory passes ``max_memory_mib`` (0: never; checked every ``HEARTBEAT_S``)."""
+    memory passes ``max_memory_mib`` (0: never; checked every ``HEARTBEAT_S``), one worker at a time when the
+    server's workers share a ``replacement_lock`` file (``replacement_turn``): the others keep accepting while a
+    replaced one answers what it has in flight."""
 
     class AdmissionWorker(ASGIWorker):  # type: ignore[misc]  # gunicorn ships no type hints
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -199,13 +218,17 @@ def admission_worker(
             return len(self.protocols) >= max_connections
 
         def check_memory(self) -> None:
-            """Stop serving, to be replaced, once the resident memory is past ``max_memory_mib``."""
+            """Stop serving, to be replaced, once the resident memory is past ``max_memory_mib`` and no other worker
+            is being replaced (else at a later heartbeat)."""
             resident = resident_mib() if max_memory_mib else None
-            if resident is not None and resident > max_memory_mib:
-                self.log.info(
-                    "worker %s uses %.0f MiB, above the %d MiB limit: replacing it", self.pid, resident, max_memory_mib
-                )
-                self.alive = False
+            if resident is None or resident <= max_memory_mib:
+                return
+            if replacement_lock is not None and replacement_turn(replacement_lock) is None:
+                return  # held by this process until it exits
+            self.log.info(
+                "worker %s uses %.0f MiB, above the %d MiB limit: replacing it", self.pid, resident, max_memory_mib
+            )
+            self.alive = False
 
         async def _serve(self) -> None:
             """gunicorn's serving loop, with ``Listening`` servers (the application's lifespan is not used)."""
