@@ -5,8 +5,8 @@ Usage: python benchmarks/policy.py [--seconds 1.0] [--cel-engine cel-python|cel-
 For each request (approval, create, ClusterExtension update, a non-matching Pod) it measures the two
 AdmissionReviews the kube-apiserver sends (one to /validate, one to /mutate: ``PolicyEngine.validate`` and
 ``.mutate``, called as the webhook calls them, on a request decoded from JSON) and, in the same run, the bare CEL
-work of each: every ``Program.evaluate`` call the engine made (a policy's program of all its validations
-included), recorded once and replayed. The difference is the engine's own cost (matching, conversion to CEL,
+work of each: every ``Program.evaluate`` call the engine made (a policy's program of all its validations or
+mutations included), recorded once and replayed. The difference is the engine's own cost (matching, conversion to CEL,
 dispatch, messages, patches). Both backends are measured side by side unless ``--cel-engine`` picks one. Goals:
 overhead <= 30% over bare evaluation; a non-matching request < 50 us; an approval < 2 ms; with cel-expr, the
 bundled set under 200 us per request.
@@ -138,13 +138,14 @@ class Recorder:
 
 
 def instrument(value: Any, recorder: Recorder) -> None:
-    """Replace, in place, every ``Expression.program`` below ``value``, and each validating policy's program of all
-    its validations (``all_validations``), by a recording wrapper."""
+    """Replace, in place, every ``Expression.program`` below ``value``, and each policy's program of all its
+    validations or mutations (``all_validations``, ``all_mutations``), by a recording wrapper."""
     if isinstance(value, model.Expression):
         object.__setattr__(value, "program", recorder.wrap(value.program))
     elif hasattr(value, "__dataclass_fields__"):
-        if isinstance(value, model.ValidatingPolicy) and value.all_validations is not None:
-            object.__setattr__(value, "all_validations", recorder.wrap(value.all_validations))
+        for together in ("all_validations", "all_mutations"):
+            if getattr(value, together, None) is not None:
+                object.__setattr__(value, together, recorder.wrap(getattr(value, together)))
         for name in value.__dataclass_fields__:
             instrument(getattr(value, name), recorder)
     elif isinstance(value, tuple | list):
