@@ -318,9 +318,9 @@ CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 
 def usable_cpus() -> int:
     """The CPUs this process may use, at least 1: those it may run on (``os.sched_getaffinity``, else
-    ``os.cpu_count``), at most its cgroup's CPU limit rounded up (a container's ``resources.limits.cpu``), as the
-    Go runtime's container-aware GOMAXPROCS does. A node's CPU count alone would start a worker per node CPU in a
-    pod limited to two."""
+    ``os.cpu_count``), at most its cgroup v2 CPU limit (``cpu.max``: a container's ``resources.limits.cpu``)
+    rounded up, as the Go runtime's container-aware GOMAXPROCS does. A node's CPU count alone would start a worker
+    per node CPU in a pod limited to two. Under cgroup v1 the limit is not read: set ``workers`` there."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     try:
         quota, period = CPU_MAX.read_text().split()[:2]
