@@ -12,6 +12,7 @@ import yaml
 
 from tests import tables
 from webhook.objects import InMemoryObjectStore
+from webhook.policy.cel import Program
 from webhook.policy.decision import Decision
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set, load_policy_text
@@ -57,14 +58,12 @@ def test_a_denial_without_causes_listed_has_its_message_as_only_cause() -> None:
 
 @pytest.mark.parametrize("cel_engine", CEL_ENGINES)
 def test_expressions_evaluated_together_decide_as_one_by_one(cel_engine: str) -> None:
-    """The bundled policies with several validations or mutations each have the one program of them all (the fast
-    path is live), and with it every request of the bundled policy tests is decided, and patched, exactly as with
+    """The bundled policies with several validations each have the one program of them all (the fast path is
+    live), and with the programs every request of the bundled policy tests is decided, and patched, exactly as with
     the expressions one by one."""
     policies = load_policy_set([ROOT / "policies"], engine=cel_engine)
     several = [p for p in policies.validating_policies if len(p.validations) > 1]
-    several_mutations = [p for p in policies.mutating_policies if len(p.mutations) > 1]
     assert several and all(policy.all_validations is not None for policy in several)
-    assert several_mutations and all(policy.all_mutations is not None for policy in several_mutations)
     one_by_one = dataclasses.replace(
         policies,
         validating_policies=tuple(dataclasses.replace(p, all_validations=None) for p in policies.validating_policies),
@@ -83,3 +82,33 @@ def test_expressions_evaluated_together_decide_as_one_by_one(cel_engine: str) ->
             outcomes.add(decision.allowed)
             patched += bool(mutated.patch)
     assert outcomes == {True, False} and patched  # the corpus admits, denies and patches
+
+
+@pytest.mark.parametrize("cel_engine", CEL_ENGINES)
+def test_validations_that_all_pass_take_one_evaluation(cel_engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    case = {
+        "why": "three validations",
+        "policies": [
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": "check"},
+                "spec": {
+                    "matchConstraints": DATA["rules"]["revisions"],
+                    "validations": [{"expression": f"object.spec.version != '{n}'"} for n in range(3)],
+                },
+            },
+            DATA["bindings"]["deny"],
+        ],
+    }
+    engine = engine_for(case, cel_engine)
+    evaluated: list[str] = []
+    evaluate = Program.evaluate
+
+    def recorded(self: Program, values: Any) -> object:
+        evaluated.append(self.expression)
+        return evaluate(self, values)
+
+    monkeypatch.setattr(Program, "evaluate", recorded)
+    assert engine.validate(DATA["requests"]["approve-by-alice"]).allowed
+    assert len(evaluated) == 1 and evaluated[0].startswith("[")  # the list, not each validation

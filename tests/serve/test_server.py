@@ -183,3 +183,5 @@ def test_workers_are_replaced_for_their_memory_one_at_a_time(tmp_path: Path) -> 
     os.close(held)  # as at the worker's exit
     other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert other.stdout.strip() == "True"
+    with pytest.raises(FileNotFoundError):  # not "held": the worker is then replaced without waiting its turn
+        replacement_turn(tmp_path / "gone" / "worker-replacement.lock")

@@ -130,9 +130,8 @@ class ValidatingPolicy:
     """A ``ValidatingAdmissionPolicy``.
 
     ``all_validations``: one program of every validation's expression, their results as a list in order
-    (``specs.all_of``), so that a request pays one evaluation, in which each variable is evaluated at most once,
-    where it would pay one per validation; ``None`` where there is none (fewer than two validations, over the
-    length or nesting limits)."""
+    (``specs.all_of``), so that a request pays one evaluation where it would pay one per validation; ``None``
+    where there is none (see ``specs.all_of``)."""
 
     name: str
     match_constraints: MatchResources

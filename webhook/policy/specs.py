@@ -293,22 +293,25 @@ def all_of(
     expressions: Sequence[model.Expression],
     variables: frozenset[str],
     defined: Mapping[str, Program | None],
+    exclusive: frozenset[str],
 ) -> Program | None:
     """One program of ``expressions`` (a policy's validations, or its mutations), ``[dyn(<expression>), ...]`` of
-    the texts they were compiled from, in order, with each of the ``defined`` variables evaluated at most once in
-    it (every variable is ``exclusive`` to it); ``None`` for fewer than two, or where the list does not compile on
-    its own (over the length or nesting limits), or only on another engine than the policy's (``Program.fallback``).
+    the texts they were compiled from, in order, with the ``defined`` variables and the ``exclusive`` ones among
+    them that each was compiled with; ``None`` for fewer than two, where the list does not compile on its own (over
+    the length or nesting limits), or only on another engine than the policy's (``Program.fallback``), or where the
+    expressions were not all compiled alike (some with cel-cpp's optional types, some without).
 
-    The engine uses it where it gives the results of the expressions one by one (``engine``, ``mutation``): CEL is
-    free of side effects and a request's lookups and clock are fixed, so an evaluation of the list that ends
-    without an error holds each expression's own result on the same activation; one that ends in an error (or past
-    the cost limit, which counts the whole list) says nothing, and the expressions are evaluated one by one."""
-    if len(expressions) < 2:
+    The engine uses its results in place of the expressions' own (``engine``, ``mutation``). They are the same: CEL
+    is free of side effects, a request's lookups and clock are fixed, and the list binds or reads each variable as
+    each expression alone does (a variable read back through Python loses what plain values cannot hold: a uint
+    becomes an int). An evaluation of the list that ends in an error, the cost limit or the comprehension cap
+    (which then count the whole list) says nothing, and the expressions are evaluated one by one."""
+    if len(expressions) < 2 or len({expression.program.optionals for expression in expressions}) > 1:
         return None
     text = "[" + ", ".join(f"dyn({expression.program.expression}\n)" for expression in expressions) + "]"
     definitions = {name: program for name, program in defined.items() if program is not None}
     try:
-        program = compile_cel(text, variables, definitions, frozenset(definitions))
+        program = compile_cel(text, variables, definitions, exclusive)
     except CelCompileError:
         return None
     return program if program.fallback is None else None

@@ -30,6 +30,7 @@ TLS handshake, or waiting for a request), refreshed every second by the worker's
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import os
 import socket
@@ -172,13 +173,16 @@ def resident_mib() -> float | None:
 
 def replacement_turn(lock: Path) -> int | None:
     """A file descriptor holding ``lock`` (``flock``, exclusive) until it is closed or this process exits, or
-    ``None`` if another process holds it: the workers of a server are replaced for their memory one at a time."""
+    ``None`` if another process holds it: the workers of a server are replaced for their memory one at a time.
+    Raises ``OSError`` if the lock cannot be taken for another reason (its directory is gone, no locks there)."""
     descriptor = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except OSError as error:
         os.close(descriptor)
-        return None
+        if error.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+            return None
+        raise
     return descriptor
 
 
@@ -223,8 +227,11 @@ def admission_worker(
             resident = resident_mib() if max_memory_mib else None
             if resident is None or resident <= max_memory_mib:
                 return
-            if replacement_lock is not None and replacement_turn(replacement_lock) is None:
-                return  # held by this process until it exits
+            try:
+                if replacement_lock is not None and replacement_turn(replacement_lock) is None:
+                    return  # another worker is being replaced: at a later heartbeat
+            except OSError as error:  # replaced without waiting its turn, rather than never
+                self.log.warning("worker %s cannot take its turn to be replaced (%s)", self.pid, error)
             self.log.info(
                 "worker %s uses %.0f MiB, above the %d MiB limit: replacing it", self.pid, resident, max_memory_mib
             )

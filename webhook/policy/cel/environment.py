@@ -68,10 +68,11 @@ class Program:
     ``result_type``: the checked type of its result (``None`` where no type checker ran); ``fallback``: the
     engine that evaluates it when the environment's own cannot (cel-python for an expression nested deeper than
     cel-cpp's parser allows), else ``None``; ``estimated_cost``: its worst-case cost in the apiserver's units
-    (``webhook.policy.cel.estimate``: above ``PER_CALL_LIMIT`` an evaluation may be cancelled).
+    (``webhook.policy.cel.estimate``: above ``PER_CALL_LIMIT`` an evaluation may be cancelled); ``optionals``: the
+    engine compiled it with cel-cpp's optional types (cel-expr, for an expression that uses them).
     """
 
-    __slots__ = ("_executable", "estimated_cost", "expression", "extensions", "fallback", "result_type")
+    __slots__ = ("_executable", "estimated_cost", "expression", "extensions", "fallback", "optionals", "result_type")
 
     def __init__(self, expression: str, executable: Executable) -> None:
         self.expression = expression
@@ -79,6 +80,7 @@ class Program:
         self.result_type = executable.result_type
         self.estimated_cost = executable.estimated_cost
         self.fallback: str | None = getattr(executable, "fallback", None)
+        self.optionals: bool = getattr(executable, "optionals", False)
         self._executable = executable
 
     def evaluate(self, activation: Mapping[str, object]) -> object:

@@ -184,7 +184,7 @@ def _json_leaf(value: object) -> str:
 def format_timestamp(value: datetime.datetime) -> str:
     """RFC 3339 in UTC with ``Z`` and only as many fractional digits as needed (as cel-go prints)."""
     utc = value.astimezone(datetime.UTC)
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    text = f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}"
     if utc.microsecond:
         text += f".{utc.microsecond:06d}".rstrip("0")
     return text + "Z"
@@ -193,7 +193,7 @@ def format_timestamp(value: datetime.datetime) -> str:
 def timestamp_string(value: datetime.datetime) -> str:
     """``string(timestamp)`` as cel-go gives it (Go's RFC 3339 with nanoseconds, recorded from kube-apiserver 1.32):
     in the timestamp's own offset (``Z`` for UTC, ``+02:00``...) with only as many fractional digits as needed."""
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    text = f"{value.year:04d}-{value:%m-%dT%H:%M:%S}"  # strftime's %Y does not pad years before 1000
     if value.microsecond:
         text += f".{value.microsecond:06d}".rstrip("0")
     offset = value.utcoffset()

@@ -42,7 +42,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
 from webhook.policy.cel import values as shared_values
 from webhook.policy.cel.backend import VARIABLES, Backend, Executable, Limits, Values
-from webhook.policy.cel.celexpr.composition import VARIABLE_READER, bound_variables, read_variables
+from webhook.policy.cel.celexpr.composition import VARIABLE_READER, binding, bound_variables, read_variables
 from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, declarations, extension
 from webhook.policy.cel.celexpr.types import LibraryTypes
 from webhook.policy.cel.celexpr.values import decoded, from_expr, plain_json, to_expr
@@ -178,10 +178,11 @@ class CelExprExecutable:
         self._bound: Any = None
         self._bound_calls_python = False
 
-    def bind(self, expression: Any, source: str) -> None:
-        """Evaluate ``expression``, compiled from ``source`` (see the class), first."""
+    def bind(self, expression: Any, source: str, binds_library_calls: bool) -> None:
+        """Evaluate ``expression``, compiled from ``source`` (see the class), first; ``binds_library_calls``: a
+        variable bound in it calls a library function, so it runs with a cost budget and its activation too."""
         self._bound = expression
-        self._bound_calls_python = self.calls_library or VARIABLE_READER in source
+        self._bound_calls_python = self.calls_library or binds_library_calls or VARIABLE_READER in source
 
     def evaluate(self, activation: Mapping[str, object]) -> object:
         """See ``backend.Executable.evaluate``."""
@@ -416,16 +417,18 @@ class CelExprBackend:
             iterates=calls_any(tree, _COMPREHENSIONS),
         )
         bindable = {
-            name: definition.source
+            name: definition
             for name, definition in (definitions or {}).items()
             if isinstance(definition, CelExprExecutable)
             and (definition.optionals == optionals or definition.optional_neutral)
             and (name in exclusive or (not definition.calls_library and not definition.iterates))
         }
-        bound_source = bound_variables(compiled, bindable) if reads else None
+        sources = {name: found.source for name, found in bindable.items()}
+        bound_source = bound_variables(compiled, sources) if reads else None
         if bound_source is not None:
+            calls = any(found.calls_library and binding(name) in bound_source for name, found in bindable.items())
             with contextlib.suppress(RuntimeError):  # deeper than cel-cpp's parser takes: read them all from Python
-                executable.bind(environment.compile(bound_source), bound_source)
+                executable.bind(environment.compile(bound_source), bound_source, calls)
         return executable
 
     def type_check(self, source: str, variables: Collection[str], limits: Limits) -> str | None:

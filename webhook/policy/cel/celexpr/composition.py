@@ -6,8 +6,9 @@ composited activation, ``composition.go``: each variable evaluated on first read
 other expressions of the evaluation). Every such read is a call into Python, and every variable is a separate
 evaluation.
 
-``bound_variables`` writes the same expression with the variables it reads that call no Python function bound
-in cel-cpp instead: ``cel.bind(<bound name>, dyn(<variable's expression>), <expression>)``, outermost first in
+``bound_variables`` writes the same expression with the variables it reads that the backend finds bindable
+(those that call no Python function and do not iterate, or that this expression alone needs) bound in cel-cpp
+instead: ``cel.bind(<bound name>, dyn(<variable's expression>), <expression>)``, outermost first in
 declaration order (a variable reads only the ones declared before it). cel-cpp evaluates a bound variable lazily,
 at its first read, and once per evaluation (its ``bindings`` extension), as the composited activation does; only
 its error text differs (the apiserver's reads ``composited variable "<name>" fails to evaluate: ...``), so an
@@ -45,9 +46,14 @@ def read_variables(source: str, bound: Collection[str] = ()) -> str:
     return "".join(parts) + source[end:]
 
 
+def binding(name: str) -> str:
+    """How ``bound_variables`` begins binding the variable ``name`` to its expression."""
+    return f"cel.bind({BOUND}{name}, "
+
+
 def bound_variables(source: str, bindable: Mapping[str, str]) -> str | None:
     """``source`` with the variables it reads (also through other variables) that are in ``bindable`` (name ->
-    the variable's expression, in declaration order: the variables that call no Python function) bound in
+    the variable's expression, in declaration order: the bindable ones, see the module docstring) bound in
     cel-cpp, and each other variable it reads more than once bound to one ``VARIABLE_READER`` call (a read of a
     large value, a ``cluster.get`` result, converts all of it each time); ``None`` if there is nothing to bind."""
     if BOUND in source:  # a name of ours written in the expression (a comprehension variable): leave it alone
@@ -71,7 +77,7 @@ def bound_variables(source: str, bindable: Mapping[str, str]) -> str | None:
     names = needed.union(read_once)
     text = read_variables(source, names)
     for name in reversed([name for name in bindable if name in needed]):
-        text = f"cel.bind({BOUND}{name}, dyn({read_variables(bindable[name], names)}), {text})"
+        text = f"{binding(name)}dyn({read_variables(bindable[name], names)}), {text})"
     for name in reversed(read_once):
         text = f'cel.bind({BOUND}{name}, {VARIABLE_READER}("{name}"), {text})'
     return text
