@@ -16,14 +16,12 @@ from webhook.policy.specs import (
     MATCH_CONDITION_VARIABLES,
     MUTATING_OPERATIONS,
     all_of,
-    exclusive_variables,
     policy_variables,
     read_binding_common,
     read_match_conditions,
     read_match_constraints,
     read_param_kind,
     read_variables,
-    texts,
 )
 
 _MAP_SPEC = frozenset(
@@ -45,8 +43,9 @@ def mutating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -> 
     param_kind = read_param_kind(reader, spec, at)
     variables = read_variables(reader, spec, at, policy_variables(param_kind, EXPRESSION_VARIABLES))
     defined = {v.name: v.expression.program for v in variables}
-    mutating = [text for key in _PATCH_FIELDS.values() for text in texts(spec.get("mutations"), key, "expression")]
-    exclusive = exclusive_variables(variables, mutating)
+    # every variable bound where read, so that a mutation evaluated on its own sees the same values as in the
+    # policy's program of all its mutations (``specs.all_of``)
+    exclusive = frozenset(defined)
     mutations = []
     for item, item_at in reader.items(spec, at, "mutations"):
         names = policy_variables(param_kind, EXPRESSION_VARIABLES)

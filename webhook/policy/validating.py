@@ -80,7 +80,7 @@ def validating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -
             [validation.expression for validation in validations],
             policy_variables(param_kind, EXPRESSION_VARIABLES),
             scope.defined,
-            scope.exclusive,
+            scope.bound,
         ),
     )
 
@@ -88,11 +88,17 @@ def validating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -
 @dataclass(frozen=True, slots=True)
 class _Scope:
     """What a policy's expressions are compiled with: its paramKind, its variables' programs (by name, in
-    declaration order; ``None`` for one that failed) and the ``exclusive`` ones among them."""
+    declaration order; ``None`` for one that failed), the ``exclusive`` ones among them (for messages and audit
+    annotations) and those ``bound`` in validations: all of them, so that a validation evaluated on its own sees the
+    same values as in the policy's program of all its validations (``specs.all_of``)."""
 
     param_kind: model.ParamKind | None
     defined: Mapping[str, Program | None]
     exclusive: frozenset[str]
+
+    @property
+    def bound(self) -> frozenset[str]:
+        return frozenset(self.defined)
 
 
 def _validation(reader: FieldReader, item: Any, at: At, scope: _Scope) -> model.Validation | None:
@@ -105,7 +111,7 @@ def _validation(reader: FieldReader, item: Any, at: At, scope: _Scope) -> model.
         "expression",
         policy_variables(scope.param_kind, EXPRESSION_VARIABLES),
         scope.defined,
-        exclusive=scope.exclusive,
+        exclusive=scope.bound,
         missing="expression is not specified",
         result=BOOL,
     )
