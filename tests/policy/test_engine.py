@@ -58,12 +58,14 @@ def test_a_denial_without_causes_listed_has_its_message_as_only_cause() -> None:
 
 @pytest.mark.parametrize("cel_engine", CEL_ENGINES)
 def test_expressions_evaluated_together_decide_as_one_by_one(cel_engine: str) -> None:
-    """The bundled policies with several validations each have the one program of them all (the fast path is
-    live), and with the programs every request of the bundled policy tests is decided, and patched, exactly as with
-    the expressions one by one."""
+    """The bundled policies with several validations or mutations each have the one program of them all (the fast
+    path is live), and with the programs every request of the bundled policy tests is decided, and patched, exactly
+    as with the expressions one by one."""
     policies = load_policy_set([ROOT / "policies"], engine=cel_engine)
     several = [p for p in policies.validating_policies if len(p.validations) > 1]
+    several_mutations = [p for p in policies.mutating_policies if len(p.mutations) > 1]
     assert several and all(policy.all_validations is not None for policy in several)
+    assert several_mutations and all(policy.all_mutations is not None for policy in several_mutations)
     one_by_one = dataclasses.replace(
         policies,
         validating_policies=tuple(dataclasses.replace(p, all_validations=None) for p in policies.validating_policies),
