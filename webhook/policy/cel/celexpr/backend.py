@@ -130,7 +130,9 @@ class CelExprExecutable:
     none and calls no function of cel-cpp's optional library (``_OPTIONAL_MEMBERS``), so it can be bound in an
     expression that uses them; ``iterates``: it uses a comprehension macro. ``bind`` gives it the same expression
     with the variables it reads bound in cel-cpp (``composition.bound_variables``), which is evaluated first; an
-    evaluation of that form that fails is done again as written, for the apiserver's text of a failing variable."""
+    evaluation of that form that fails is done again as written, for the apiserver's text of a failing variable (or
+    its own budget per variable, past the cost limit); where the form as written then ends without an error, the
+    first error stands (a value read back through Python lost what it held: a uint, a type)."""
 
     __slots__ = (
         "_backend",
@@ -191,8 +193,13 @@ class CelExprExecutable:
         if self._bound is not None:
             try:
                 return self._result(self._run(self._bound, self._bound_calls_python, bound, activation))
-            except CelEvaluationError:
-                pass  # again as written: a failing variable's error reads as the apiserver words it
+            except CostLimitExceeded:
+                pass  # again as written, where each variable read spends a budget of its own, as in the apiserver
+            except CelEvaluationError as error:
+                # again as written, for the apiserver's text of a failing variable; where that form ends without
+                # an error, a variable read back through Python lost its value (a uint, a type): the error stands
+                self._result(self._run(self._expression, self.calls_python, bound, activation))
+                raise error from None
         return self._result(self._run(self._expression, self.calls_python, bound, activation))
 
     def _run(self, expression: Any, calls_python: bool, bound: Any, activation: Mapping[str, object]) -> Any:
