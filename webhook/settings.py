@@ -94,7 +94,8 @@ class ServeSettings:
     ``upgrade-gate``: where param ConfigMaps are watched), ``cel_engine`` (``UPGRADE_GATE_CEL_ENGINE``,
     ``DEFAULT_CEL_ENGINE``: the CEL backend, one of ``CEL_ENGINES``).
 
-    Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU core), ``threads`` (``UPGRADE_GATE_THREADS``,
+    Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU the container may use, ``usable_cpus``),
+    ``threads`` (``UPGRADE_GATE_THREADS``,
     4: evaluation threads per worker, for reviews that outlive their time slice on the worker's event loop),
     ``request_timeout_s`` (``UPGRADE_GATE_REQUEST_TIMEOUT``, 8 s: an evaluation still running then is stopped and
     the request refused, below the webhook configuration's default ``timeoutSeconds`` of 10), ``max_body_bytes``
@@ -319,8 +320,8 @@ CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 def usable_cpus() -> int:
     """The CPUs this process may use, at least 1: those it may run on (``os.sched_getaffinity``, else
     ``os.cpu_count``), at most its cgroup v2 CPU limit (``cpu.max``: a container's ``resources.limits.cpu``)
-    rounded up, as the Go runtime's container-aware GOMAXPROCS does. A node's CPU count alone would start a worker
-    per node CPU in a pod limited to two. Under cgroup v1 the limit is not read: set ``workers`` there."""
+    rounded up, in the spirit of the Go runtime's container-aware GOMAXPROCS. A node's CPU count alone would start a
+    worker per node CPU in a pod limited to two. Under cgroup v1 the limit is not read: set ``workers`` there."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     try:
         quota, period = CPU_MAX.read_text().split()[:2]

@@ -25,7 +25,11 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--host", help="Address to listen on.  [default: 127.0.0.1]")
 @click.option("--port", type=click.IntRange(1, 65535), help="HTTPS port.  [default: 8443]")
-@click.option("--workers", type=click.IntRange(0), help="Worker processes; 0 = one per CPU core.  [default: 0]")
+@click.option(
+    "--workers",
+    type=click.IntRange(0),
+    help="Worker processes; 0 = one per CPU the container may use (its CPU limit).  [default: 0]",
+)
 @click.option(
     "--threads",
     type=click.IntRange(1),
