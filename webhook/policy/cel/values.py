@@ -183,11 +183,7 @@ def _json_leaf(value: object) -> str:
 
 def format_timestamp(value: datetime.datetime) -> str:
     """RFC 3339 in UTC with ``Z`` and only as many fractional digits as needed (as cel-go prints)."""
-    utc = value.astimezone(datetime.UTC)
-    text = f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}"
-    if utc.microsecond:
-        text += f".{utc.microsecond:06d}".rstrip("0")
-    return text + "Z"
+    return timestamp_string(value.astimezone(datetime.UTC))
 
 
 def timestamp_string(value: datetime.datetime) -> str:
