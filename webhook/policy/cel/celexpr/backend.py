@@ -512,7 +512,7 @@ class CelExprBackend:
         plain JSON (``values.plain_json``: an evaluation's result, which no one else holds) is not copied."""
         if value is True or value is False or value is None:  # most results: nothing to walk
             return value
-        if (type(value) is dict or type(value) is list) and plain_json(value):
+        if plain_json(value):
             return value
         return _json(value, self.types)
 

@@ -68,7 +68,7 @@ def to_expr(value: object, types: LibraryTypes) -> object:
 
     Raises ``CelEvaluationError`` for an int outside int64 or a value that is no CEL value (its path is named).
     """
-    if (type(value) is dict or type(value) is list) and plain_json(value):  # most objects: one quick look
+    if plain_json(value):  # most objects: one quick look
         return value
     try:
         return _expr(value, types)
@@ -81,9 +81,12 @@ _LEAVES = frozenset({str, float, bool, type(None)})
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def plain_json(value: dict[object, object] | list[object]) -> bool:
-    """Whether ``value`` is made of dicts with string keys, lists, strings, floats, booleans, ``None`` and ints within
-    int64 only: what ``_expr`` would give back unchanged, found in a loop of a few type tests per member."""
+def plain_json(value: object) -> bool:
+    """Whether ``value`` is a dict or a list made of dicts with string keys, lists, strings, floats, booleans,
+    ``None`` and ints within int64 only: what ``_expr`` would give back unchanged, found in a loop of a few type tests
+    per member."""
+    if type(value) is not dict and type(value) is not list:
+        return False
     pending: list[Any] = [value]
     while pending:
         container = pending.pop()
@@ -176,7 +179,7 @@ _PLAIN = (str, int, float, type(None))
 def from_expr(value: Any) -> object:
     """A plain value from cel-expr-python (``Value.plain_value()``) as a CEL value of this backend; plain JSON (most
     results) as it is, since ``plain_value`` builds it anew for each result."""
-    if isinstance(value, _PLAIN) or ((type(value) is dict or type(value) is list) and plain_json(value)):
+    if isinstance(value, _PLAIN) or plain_json(value):
         return value
     if isinstance(value, list):
         return [from_expr(item) for item in value]
