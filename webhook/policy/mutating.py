@@ -70,7 +70,6 @@ def mutating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -> 
             [mutation.expression for mutation in mutations],
             policy_variables(param_kind, EXPRESSION_VARIABLES),
             defined,
-            exclusive,
         ),
     )
 

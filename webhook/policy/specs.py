@@ -293,13 +293,13 @@ def all_of(
     expressions: Sequence[model.Expression],
     variables: frozenset[str],
     defined: Mapping[str, Program | None],
-    exclusive: frozenset[str],
 ) -> Program | None:
     """One program of ``expressions`` (a policy's validations, or its mutations), ``[dyn(<expression>), ...]`` of
-    the texts they were compiled from, in order, with the ``defined`` variables and the ``exclusive`` ones among
-    them that each was compiled with; ``None`` for fewer than two, where the list does not compile on its own (over
-    the length or nesting limits), or only on another engine than the policy's (``Program.fallback``), or where the
-    expressions were not all compiled alike (some with cel-cpp's optional types, some without).
+    the texts they were compiled from, in order, with the ``defined`` variables, every one of them bound where read
+    (``exclusive``), as each of these expressions was compiled (``validating``, ``mutating``); ``None`` for fewer
+    than two, where the list does not compile on its own (over the length or nesting limits), or only on another
+    engine than the policy's (``Program.fallback``), or where the expressions were not all compiled alike (some with
+    cel-cpp's optional types, some without).
 
     The engine uses its results in place of the expressions' own (``engine``, ``mutation``). They are the same: CEL
     is free of side effects, a request's lookups and clock are fixed, and the list binds or reads each variable as
@@ -311,7 +311,7 @@ def all_of(
     text = "[" + ", ".join(f"dyn({expression.program.expression}\n)" for expression in expressions) + "]"
     definitions = {name: program for name, program in defined.items() if program is not None}
     try:
-        program = compile_cel(text, variables, definitions, exclusive)
+        program = compile_cel(text, variables, definitions, frozenset(definitions))
     except CelCompileError:
         return None
     return program if program.fallback is None else None

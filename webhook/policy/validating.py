@@ -80,7 +80,6 @@ def validating_policy(reader: FieldReader, name: str, spec: MarkedMap, at: At) -
             [validation.expression for validation in validations],
             policy_variables(param_kind, EXPRESSION_VARIABLES),
             scope.defined,
-            scope.bound,
         ),
     )
 
