@@ -95,8 +95,8 @@ class ServeSettings:
     ``DEFAULT_CEL_ENGINE``: the CEL backend, one of ``CEL_ENGINES``).
 
     Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU the container may use, ``usable_cpus``),
-    ``threads`` (``UPGRADE_GATE_THREADS``,
-    4: evaluation threads per worker, for reviews that outlive their time slice on the worker's event loop),
+    ``threads`` (``UPGRADE_GATE_THREADS``, 4: evaluation threads per worker, for reviews that outlive their time
+    slice on the worker's event loop),
     ``request_timeout_s`` (``UPGRADE_GATE_REQUEST_TIMEOUT``, 8 s: an evaluation still running then is stopped and
     the request refused, below the webhook configuration's default ``timeoutSeconds`` of 10), ``max_body_bytes``
     (3 MiB, the apiserver's ``MaxRequestSizeBytes``), ``reload_interval_s``
