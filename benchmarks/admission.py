@@ -4,7 +4,8 @@ under faults.
 Usage: python benchmarks/admission.py [--part apiserver|loopback|faults ...] [--workers 2] [--duration 5]
                                       [--requests 300] [--cel-engine cel-python|cel-expr] [--json]
 
-1. ``apiserver`` (needs ../shared/kube/harness.py, else skipped with the reason): a real kube-apiserver 1.32 with
+1. ``apiserver`` (needs the kube-apiserver harness and binaries of the integration tests, else skipped with the
+   reason): a real kube-apiserver 1.32 with
    the chart's ClusterExtensionRevision CRD (rendered by the Helm SDK). ``--requests`` server-side dry-run creates
    of a ClusterExtensionRevision over one kept-alive connection, timed by the client, for (a) no admission
    policies, (b) the same two checks (name prefix, semantic version) and two mutations (the ``clusterextension``
@@ -78,6 +79,10 @@ from webhook.serve.tls import ReloadingContext, generate_certificates
 from webhook.settings import CEL_ENGINES, ServeSettings
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests import apiserver as harness  # noqa: E402 - after the repository root is importable
+
 DATA = ROOT / "tests" / "data" / "admission"
 LIMITS = DATA / "limits" / "policies.yaml"
 #: The reviews and cluster objects written for the test policies (tests/data/admission/policies): the requests of
@@ -86,7 +91,6 @@ TEST_CORPUS, TEST_OBJECTS = DATA / "reviews.yaml", DATA / "objects"
 #: The reviews a cluster sends the bundled policies, with the cluster objects they need: the loopback headline.
 BUNDLED_CORPUS, BUNDLED_OBJECTS = DATA / "bundled" / "reviews.yaml", DATA / "bundled" / "objects"
 SCRIPT = Path(sys.executable).parent / "upgrade-gate"
-HARNESS = Path(os.environ.get("UPGRADE_GATE_KUBE_HARNESS", ROOT.parent / "shared" / "kube" / "harness.py"))
 RATES = (50, 200, 1000)
 #: Closed-loop slices per server, alternating between the servers (the throughput ratio is their median).
 THROUGHPUT_ROUNDS = 5
@@ -583,11 +587,16 @@ def server_time_per_call(before: str, after: str) -> float:
 
 
 def apiserver(tmp: Path, certs: Path, args: argparse.Namespace) -> dict[str, Any]:
-    if not HARNESS.exists():
-        return {"skipped": f"no kube-apiserver harness at {HARNESS}"}
+    reason = harness.unavailable()
+    if reason is not None:
+        return {"skipped": reason}
     run = tmp / "kube"
     started = subprocess.run(
-        [sys.executable, str(HARNESS), "start", str(run)], capture_output=True, text=True, check=False
+        [sys.executable, str(harness.harness_path()), "start", str(run)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=harness.harness_environment(),
     )
     if started.returncode != 0:
         return {"skipped": f"the kube-apiserver harness did not start: {started.stderr.strip()[-300:]}"}
@@ -602,7 +611,7 @@ def apiserver(tmp: Path, certs: Path, args: argparse.Namespace) -> dict[str, Any
             for index in range(APISERVER_ROUNDS)
         ]
     finally:
-        subprocess.run([sys.executable, str(HARNESS), "stop", str(run)], capture_output=True, check=False)
+        harness.stop(run)
     results: dict[str, Any] = {}
     for name, last in rounds[-1].items():  # each figure the median of the rounds; the webhook's own from the last
         row = results[name] = dict(last)

@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/controller.py [--extensions 1000] [--json]
 
-Needs the kube-apiserver harness (``../shared/kube/harness.py`` or ``$UPGRADE_GATE_KUBE_HARNESS``). Installs
+Needs the kube-apiserver harness and binaries of the integration tests (``tests/apiserver.py``). Installs
 upstream's ClusterExtension and ClusterCatalog CRDs and the chart's ClusterExtensionRevision CRD (no admission
 webhook: the controller alone is measured), serves the real cloudnative-pg package from a local catalogd
 stand-in, creates N ClusterExtensions installed at 1.27.1 (status as operator-controller writes it), then runs
@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402 - after the repository root is importable
 
-from tests.apiserver import ApiServer, harness_path, start, stop, upstream_crds  # noqa: E402
+from tests.apiserver import ApiServer, start, stop, unavailable, upstream_crds  # noqa: E402
 from tests.integration.conftest import _chart_objects  # noqa: E402
 from tests.integration.test_controller import Catalogd, cnpg_catalog  # noqa: E402
 
@@ -174,8 +174,9 @@ def main() -> None:
     parser.add_argument("--extensions", type=int, default=1000)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if not harness_path().is_file():
-        raise SystemExit(f"no kube-apiserver harness at {harness_path()}")
+    reason = unavailable()
+    if reason is not None:
+        raise SystemExit(reason)
     count = args.extensions
     with tempfile.TemporaryDirectory() as work:
         run = Path(work) / "kube"

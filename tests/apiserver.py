@@ -1,9 +1,12 @@
 """A real kube-apiserver for integration tests: the harness of ``../shared/kube`` (envtest-style).
 
-The harness is looked for at ``$UPGRADE_GATE_KUBE_HARNESS`` or ``<repository>/../shared/kube/harness.py``; tests
-that need it are skipped with that reason when it is absent (a fresh clone), and run in CI where it is present.
-One API server serves the whole test session (``tests/conftest.py``'s ``apiserver`` fixture); tests isolate
-themselves by object names and namespaces.
+The harness is looked for at ``$UPGRADE_GATE_KUBE_HARNESS`` or ``<repository>/../shared/kube/apiserver.py``; it
+runs the binaries of ``$KUBE_HARNESS_BIN``, by default the bin directory of the build cache that
+``python -m tests.tools.build`` fills (``~/.cache/upgrade-gate/test-bin/bin``). Tests that need it are skipped,
+with the reason, when the harness or a binary is absent (a fresh clone), and run in CI, which builds the binaries
+and sets ``UPGRADE_GATE_REQUIRE=kube`` so that such a skip fails the run instead. One API server serves the whole
+test session (``tests/conftest.py``'s ``apiserver`` fixture); tests isolate themselves by object names and
+namespaces.
 """
 
 from __future__ import annotations
@@ -19,18 +22,54 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
+from tests.tools import build
+
 ROOT = Path(__file__).resolve().parent.parent
+
+
+#: kube-apiserver minor version -> the binary the harness runs for it.
+BINARIES = {"1.32": "kube-apiserver", "1.36": "kube-apiserver-1.36"}
+DEFAULT_VERSION = "1.32"
 
 
 def harness_path() -> Path:
     """Where the harness should be (it may not exist)."""
     configured = os.environ.get("UPGRADE_GATE_KUBE_HARNESS")
-    return Path(configured) if configured else ROOT.parent / "shared" / "kube" / "harness.py"
+    return Path(configured) if configured else ROOT.parent / "shared" / "kube" / "apiserver.py"
+
+
+def binaries() -> Path:
+    """The directory of binaries the harness runs: ``$KUBE_HARNESS_BIN``, else the build cache's."""
+    return Path(os.environ.get("KUBE_HARNESS_BIN") or build.bin_dir())
+
+
+def unavailable(version: str = DEFAULT_VERSION) -> str | None:
+    """Why a real API server of ``version`` cannot start here (one line), or ``None`` when it can."""
+    if not harness_path().is_file():
+        return (
+            f"no kube-apiserver harness at {harness_path()} (put ../shared/kube beside the checkout, or set "
+            "UPGRADE_GATE_KUBE_HARNESS)"
+        )
+    name = BINARIES[version]
+    return None if (binaries() / name).is_file() else build.why_missing(name, binaries())
+
+
+def skip_unless_available(component: str, reason: str | None) -> None:
+    """Skip the test with ``reason``; fail it instead where ``$UPGRADE_GATE_REQUIRE`` (comma-separated, as CI
+    sets it) names ``component`` (``kube``, ``olm``), so that a run meant to test a real cluster cannot pass
+    without one."""
+    if reason is None:
+        return
+    required = {name.strip() for name in os.environ.get("UPGRADE_GATE_REQUIRE", "").split(",")}
+    if component in required:
+        pytest.fail(f"{reason} (UPGRADE_GATE_REQUIRE names {component})", pytrace=False)
+    pytest.skip(reason)
 
 
 def upstream_crds() -> Path:
@@ -47,6 +86,8 @@ class ApiServer:
     server: str
     ca_crt: str
     ca_key: str
+    version: str  # what GET /version answered, e.g. "v1.32.13"
+    mutating_admission_policy_api: str  # the group/version of MutatingAdmissionPolicy it serves
 
     def client(self, user: str | None = None, group: str | None = None) -> client.ApiClient:
         """An API client as the admin, or impersonating ``user`` (in ``group`` too) as the admin may."""
@@ -106,15 +147,33 @@ def wait_for(check: Callable[[], object], what: str, timeout: float = 20.0, inte
         time.sleep(interval)
 
 
-def start(run: Path) -> ApiServer:
-    """Start the harness's API server in ``run``; ``RuntimeError`` with its output if it does not come up."""
+def harness_environment() -> dict[str, str]:
+    """This process's environment with ``KUBE_HARNESS_BIN`` set to :func:`binaries`."""
+    return {**os.environ, "KUBE_HARNESS_BIN": str(binaries())}
+
+
+def start(run: Path, version: str = DEFAULT_VERSION) -> ApiServer:
+    """Start the harness's API server of ``version`` (``1.32``, ``1.36``) in ``run``; ``RuntimeError`` with its
+    output if it does not come up."""
     done = subprocess.run(
-        [sys.executable, str(harness_path()), "start", str(run)], capture_output=True, text=True, check=False
+        [sys.executable, str(harness_path()), "start", str(run), "--version", version],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=harness_environment(),
     )
     if done.returncode != 0:
         raise RuntimeError(f"the kube-apiserver harness did not start:\n{done.stdout}{done.stderr}")
     info = json.loads(done.stdout.strip().splitlines()[-1])
-    return ApiServer(run, info["kubeconfig"], info["server"], info["ca_crt"], info["ca_key"])
+    return ApiServer(
+        run,
+        info["kubeconfig"],
+        info["server"],
+        info["ca_crt"],
+        info["ca_key"],
+        info["version"],
+        info["mutating_admission_policy_api"],
+    )
 
 
 def stop(run: Path) -> None:

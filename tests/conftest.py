@@ -1,4 +1,5 @@
-"""Session-wide fixtures: one real kube-apiserver for every integration test that asks for it."""
+"""Session-wide fixtures: one real kube-apiserver for every integration test that asks for it, and one real OLM v1
+(operator-controller and catalogd on an API server of its own) for the tests that watch it upgrade."""
 
 from __future__ import annotations
 
@@ -7,19 +8,28 @@ from collections.abc import Iterator
 import pytest
 
 from tests import apiserver as harness
+from tests import olm_harness
 
 
 @pytest.fixture(scope="session")
 def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.ApiServer]:
-    """A real kube-apiserver 1.32 with etcd on loopback, shared by the session; skipped when the harness is absent."""
-    if not harness.harness_path().is_file():
-        pytest.skip(
-            f"no kube-apiserver harness at {harness.harness_path()} (set UPGRADE_GATE_KUBE_HARNESS to run the "
-            "integration tests against a real API server)"
-        )
+    """A real kube-apiserver 1.32 with etcd on loopback, shared by the session; skipped (with the reason) when the
+    harness or its binaries are absent."""
+    harness.skip_unless_available("kube", harness.unavailable())
     run = tmp_path_factory.mktemp("kube")
     server = harness.start(run)
     try:
         yield server
     finally:
         harness.stop(run)
+
+
+@pytest.fixture(scope="session")
+def olm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[olm_harness.Olm]:
+    """The real OLM v1 (Helm applier) with a local registry, on a kube-apiserver of its own (operator-controller
+    reconciles every ClusterExtension, including the ones other tests write by hand); skipped with the reason when
+    the harness, a binary or root is missing."""
+    harness.skip_unless_available("olm", olm_harness.unavailable())
+    run = tmp_path_factory.mktemp("olm")
+    with olm_harness.running(run) as olm:
+        yield olm

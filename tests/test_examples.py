@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -15,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import apiserver as harness
+from tests.tools import build
 from webhook.cli.review import review
 from webhook.sync.config import load_config, parse_duration
 
@@ -58,9 +59,10 @@ def _normal(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip("\n").splitlines()]
 
 
-def _run_section(title: str, tmp_path: Path, env: dict[str, str] | None = None) -> None:
-    """Run the bash blocks of the examples README's section ``title`` in one shell, from the repository root,
-    and compare the output of each block followed by a text block with that block."""
+def _run_section(title: str, tmp_path: Path, env: dict[str, str] | None = None, path: Path | None = None) -> None:
+    """Run the bash blocks of the examples README's section ``title`` in one shell, from the repository root
+    (``path`` first on PATH, then this Python's scripts), and compare the output of each block followed by a text
+    block with that block."""
     readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
     section = readme.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```(bash|text)\n(.*?)```", section, flags=re.DOTALL)
@@ -68,7 +70,7 @@ def _run_section(title: str, tmp_path: Path, env: dict[str, str] | None = None) 
     (tmp_path / "gitconfig").write_text("")
     identity = {f"GIT_{r}_{k}": v for r in ("AUTHOR", "COMMITTER") for k, v in (("NAME", "Rita"), ("EMAIL", "r@x.io"))}
     environment = {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PATH": os.pathsep.join([*([str(path)] if path else []), str(Path(sys.executable).parent), os.environ["PATH"]]),
         "HOME": str(tmp_path),
         "TMPDIR": str(tmp_path),
         "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"),
@@ -101,32 +103,39 @@ def test_the_offline_walkthrough_runs_as_its_readme_shows(tmp_path: Path) -> Non
     _run_section("Try it offline", tmp_path)
 
 
-HARNESS = Path(os.environ.get("UPGRADE_GATE_KUBE_HARNESS", ROOT.parent / "shared" / "kube" / "harness.py"))
-
-
 @pytest.fixture(scope="module")
-def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real kube-apiserver with OLM v1's ClusterExtension CRD; its kubeconfig."""
-    if not HARNESS.is_file() or shutil.which("kubectl") is None:
-        pytest.skip(f"needs the kube-apiserver harness ({HARNESS}) and kubectl")
+def walkthrough_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A real kube-apiserver of its own (the walkthrough reads every ClusterExtension in the cluster) with OLM v1's
+    ClusterExtension CRD: its kubeconfig and the kubectl to use."""
+    harness.skip_unless_available("kube", harness.unavailable() or _no_kubectl())
     run = tmp_path_factory.mktemp("apiserver")
-    started = subprocess.run(
-        [sys.executable, str(HARNESS), "start", str(run)], capture_output=True, text=True, check=True, timeout=120
-    )
-    kubeconfig = str(json.loads(started.stdout)["kubeconfig"])
+    server = harness.start(run)
     try:
-        crd = HARNESS.parent / "crds" / "olm.operatorframework.io_clusterextensions.yaml"
-        kubectl = ["kubectl", "--kubeconfig", kubeconfig]
-        subprocess.run([*kubectl, "apply", "-f", str(crd)], capture_output=True, check=True)
-        established = ["wait", "--for=condition=Established", "crd/clusterextensions.olm.operatorframework.io"]
-        subprocess.run([*kubectl, *established, "--timeout=60s"], capture_output=True, check=True)
-        yield kubeconfig
+        server.install_crds([harness.upstream_crds() / "olm.operatorframework.io_clusterextensions.yaml"])
+        yield server.kubeconfig, _kubectl()
     finally:
-        subprocess.run([sys.executable, str(HARNESS), "stop", str(run)], capture_output=True, check=False)
+        harness.stop(run)
 
 
-def test_the_api_server_walkthrough_runs_as_its_readme_shows(tmp_path: Path, apiserver: str) -> None:
-    _run_section("Try it against an API server", tmp_path, {"KUBECONFIG": apiserver, "UPGRADE_GATE_CLUSTER": "auto"})
+def _kubectl() -> str:
+    """The kubectl the build cache holds (the 1.32 of the tests' kube-apiserver), else the one on PATH."""
+    built = harness.binaries() / "kubectl"
+    return str(built) if built.is_file() else shutil.which("kubectl") or "kubectl"
+
+
+def _no_kubectl() -> str | None:
+    found = (harness.binaries() / "kubectl").is_file() or shutil.which("kubectl")
+    return None if found else build.why_missing("kubectl", harness.binaries())
+
+
+def test_the_api_server_walkthrough_runs_as_its_readme_shows(
+    tmp_path: Path, walkthrough_apiserver: tuple[str, str]
+) -> None:
+    kubeconfig, kubectl = walkthrough_apiserver
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "kubectl").symlink_to(kubectl)
+    variables = {"KUBECONFIG": kubeconfig, "UPGRADE_GATE_CLUSTER": "auto"}
+    _run_section("Try it against an API server", tmp_path, variables, path=tmp_path / "bin")
 
 
 def test_the_ci_example_runs_upgrade_gate_review_with_options_it_has() -> None:

@@ -1,9 +1,10 @@
-"""Record what a real kube-apiserver 1.32 does with expressions whose *estimated* cost is high, for test_estimate.
+"""Record what a real kube-apiserver does with expressions whose *estimated* cost is high, for test_estimate.
 
-    .venv/bin/python -m tests.oracle.costs                     # starts ../shared/kube's apiserver, records, stops it
-    .venv/bin/python -m tests.oracle.costs --kubeconfig FILE   # records with a running apiserver
+    .venv/bin/python -m tests.oracle.costs                       # starts ../shared/kube's 1.32, records, stops it
+    .venv/bin/python -m tests.oracle.costs --kube-version 1.36   # the same against 1.36: tests/data/oracle/v1.36/
+    .venv/bin/python -m tests.oracle.costs --kubeconfig FILE     # records with a running apiserver
 
-It writes two files under ``tests/data/oracle/``:
+It writes two files under ``tests/data/oracle/`` (``v<minor>/`` for another version than 1.32):
 
 - ``policy_costs.yaml``: a ValidatingAdmissionPolicy and a MutatingAdmissionPolicy (v1alpha1) whose every expression is
   the triple nested comprehension ``object.spec.a.all(x, object.spec.b.all(y, object.spec.c.all(z, ...)))``,
@@ -137,20 +138,20 @@ def record_admission(api: Apiserver) -> list[dict[str, Any]]:
     return records
 
 
-HEADER = "# Recorded by tests/oracle/costs.py from kube-apiserver v1.32.13: do not edit.\n"
+RECORDER = "tests/oracle/costs.py"
 
 
 def record(api: Apiserver) -> None:
     """Write both files with ``api``."""
     policies, rules = record_admission(api), record_crd_rules(api)
-    write("policy_costs.yaml", HEADER, policies)
-    write("crd_costs.yaml", HEADER, rules)
+    write(api, RECORDER, "policy_costs.yaml", policies)
+    write(api, RECORDER, "crd_costs.yaml", rules)
     print(f"recorded {len(rules)} CRD rules and {len(policies)} admission policies")
 
 
 def main() -> None:
     """Start an apiserver (or use ``--kubeconfig FILE``'s) and record."""
-    run_recorder(record)
+    run_recorder(record, __doc__)
 
 
 if __name__ == "__main__":

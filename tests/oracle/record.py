@@ -1,7 +1,11 @@
-"""Record what a real kube-apiserver 1.32 decides, as data under tests/data/oracle/, for replay tests.
+"""Record what a real kube-apiserver decides, as data under tests/data/oracle/, for replay tests.
 
-    .venv/bin/python -m tests.oracle.record                     # starts ../shared/kube's apiserver, records, stops it
-    .venv/bin/python -m tests.oracle.record --kubeconfig FILE   # records with a running (fresh) apiserver
+    .venv/bin/python -m tests.oracle.record                       # starts ../shared/kube's 1.32, records, stops it
+    .venv/bin/python -m tests.oracle.record --kube-version 1.36   # the same against 1.36: tests/data/oracle/v1.36/
+    .venv/bin/python -m tests.oracle.record --kubeconfig FILE     # records with a running (fresh) apiserver
+
+The binaries come from ``python -m tests.tools.build``. Records of 1.32 go to ``tests/data/oracle/``, those of
+another version to ``tests/data/oracle/v<minor>/``; each file's header names the version that answered.
 
 CEL facts (``cel.yaml``): every portable row of tests/data/cel/*.yaml without variables (the extension
 functions and the MutatingAdmissionPolicy-only ``jsonpatch`` library have no in-tree counterpart) is evaluated
@@ -21,18 +25,18 @@ no apiserver; run this again after changing the tables.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tests import tables
 from tests.oracle import decisions
-from tests.oracle.apiserver import ROOT, Apiserver, run_recorder
+from tests.oracle.apiserver import ROOT, Apiserver, out_directory, run_recorder
 from tests.oracle.decisions import binding, probe, wait_until_effective
 from webhook.errors import CelError
 from webhook.policy.cel.environment import Environment, backend_named
 
-OUT = ROOT / "tests" / "data" / "oracle"
 TABLES = ROOT / "tests" / "data" / "cel"
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 V1 = "admissionregistration.k8s.io/v1"
@@ -54,6 +58,7 @@ RENDER = (
     + " : type(variables.v) == null_type ? 'null:' : type(variables.v) == list ? 'list:'"
     + " : type(variables.v) == map ? 'map:' : 'other:'"
 )
+RECORDER = "tests/oracle/record.py"
 EVALUATION_ERROR = "resulted in error: "
 VARIABLE_ERROR = 'composited variable "v" fails to evaluate: '
 
@@ -162,29 +167,27 @@ def fact_outcome(status: int, answer: Mapping[str, Any]) -> dict[str, str]:
     return {"outcome": "value", "text": text}
 
 
-def write(name: str, header: str, records: Iterable[Mapping[str, Any]]) -> None:
-    """``tests/data/oracle/<name>`` as YAML with a comment header."""
-    OUT.mkdir(parents=True, exist_ok=True)
+def write(api: Apiserver, recorder: str, name: str, records: Iterable[Mapping[str, Any]]) -> Path:
+    """``<out_directory(api)>/<name>`` as YAML under a header naming ``recorder`` and the version; the path."""
+    out = out_directory(api)
+    out.mkdir(parents=True, exist_ok=True)
+    header = f"# Recorded by {recorder} from kube-apiserver {api.version}: do not edit.\n"
     body = yaml.safe_dump(list(records), sort_keys=False, allow_unicode=True, width=120)
-    (OUT / name).write_text(header + body, "utf-8")
+    (out / name).write_text(header + body, "utf-8")
+    return out / name
 
 
 def main() -> None:
     """Start an apiserver (or use ``--kubeconfig FILE``'s) and record the CEL facts and the policy decisions."""
-    run_recorder(record)
+    run_recorder(record, __doc__)
 
 
 def record(api: Apiserver) -> None:
     """Record both files with ``api``."""
-    if True:
-        facts = record_facts(api, fact_rows())
-        write("cel.yaml", "# Recorded by tests/oracle/record.py from kube-apiserver v1.32.13: do not edit.\n", facts)
-        write(
-            "decisions.yaml",
-            "# Recorded by tests/oracle/record.py from kube-apiserver v1.32.13: do not edit.\n",
-            decisions.record(api),
-        )
-    print(f"recorded {len(facts)} CEL facts and the policy decisions in {OUT.relative_to(ROOT)}")
+    facts = record_facts(api, fact_rows())
+    write(api, RECORDER, "cel.yaml", facts)
+    written = write(api, RECORDER, "decisions.yaml", decisions.record(api))
+    print(f"recorded {len(facts)} CEL facts and the policy decisions in {written.parent.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
