@@ -1,19 +1,23 @@
 """The real OLM v1 for integration tests: operator-controller and catalogd (built from source by
 ``python -m tests.tools.build``) with a local registry, through the harness of ``../shared/olm``.
 
-The harness is looked for at ``$UPGRADE_GATE_OLM_HARNESS`` or ``<repository>/../shared/olm/harness.py`` and loaded
-as a module (it is a single file, not a package). It runs the binaries of ``$OLM_HARNESS_BIN``, by default the
-build cache's bin directory, and starts the kube-apiserver harness beside it in the same run directory: OLM gets an
-API server of its own, since operator-controller reconciles every ClusterExtension, including those other tests
-write by hand with the status operator-controller would write. It needs root (each controller runs under
-``unshare --mount`` with its ServiceAccount token at the pod path).
+The harness is looked for at ``$UPGRADE_GATE_OLM_HARNESS`` or ``<repository>/../shared/olm/harness.py``; its
+command line starts and stops the processes, and its ``Kube`` client is loaded as a module. It runs the binaries of
+``$OLM_HARNESS_BIN``, by default the build cache's bin directory, and starts the kube-apiserver harness beside it in
+the same run directory: OLM gets an API server of its own, since operator-controller reconciles every
+ClusterExtension, including those other tests write by hand with the status operator-controller would write. It
+needs root (each controller runs under ``unshare --mount`` with its ServiceAccount token at the pod path).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,26 +62,41 @@ def unavailable() -> str | None:
 
 @dataclass(frozen=True)
 class Olm:
-    """A running OLM: the loaded harness module, its run directory and what ``up`` returned (``kubeconfig``,
-    ``server``, ``registry``, ``system_namespace``, ``operator_controller_user``, ...)."""
+    """A running OLM: its run directory and what ``up`` returned (``kubeconfig``, ``server``, ``registry``,
+    ``system_namespace``, ``operator_controller_user``, ...)."""
 
-    harness: ModuleType
     run: Path
     info: dict[str, Any]
 
-    def publish(self, packages: dict[str, list[str]], **options: Any) -> dict[str, Any]:
+    def publish(self, packages: dict[str, list[str]], *options: str) -> dict[str, Any]:
         """Serve exactly ``packages`` (``{"demo": ["1.0.0", "1.1.0"]}``, upgrade order) from ClusterCatalog
-        ``harness``; returns once catalogd serves them (the harness's ``publish``)."""
-        published: dict[str, Any] = self.harness.publish(self.run, packages, **options)
-        return published
+        ``harness`` (``options``: ``--catalog NAME``, ``--skip-range``); returns once catalogd serves them."""
+        specs = [f"{package}={','.join(versions)}" for package, versions in packages.items()]
+        return _harness("publish", str(self.run), *options, *specs)
 
     def kube(self) -> Any:
-        """The harness's admin REST client (``apply``, ``get``, ``patch``, ``delete``)."""
-        return self.harness.Kube(self.run)
+        """The harness's admin REST client (``apply``, ``get``, ``list``, ``patch``, ``delete``)."""
+        return load().Kube(self.run)
 
 
+def cluster_admin_binding(namespace: str) -> dict[str, Any]:
+    """operator-controller's ServiceAccount bound to cluster-admin, as the manifests of the release built here
+    (v1.11.0) bind it: that release installs a bundle as itself, no longer as ``spec.serviceAccount``, and the
+    harness applies the RBAC of an older build, which lacks this binding."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "operator-controller-cluster-admin-rolebinding"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": "operator-controller-controller-manager", "namespace": namespace}
+        ],
+    }
+
+
+@functools.cache
 def load() -> ModuleType:
-    """The OLM harness as a module."""
+    """The OLM harness as a module (for its ``Kube`` client; processes are started through its command line)."""
     spec = importlib.util.spec_from_file_location("olm_harness_of_shared", harness_path())
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -85,22 +104,27 @@ def load() -> ModuleType:
     return module
 
 
+def _harness(*argv: str) -> dict[str, Any]:
+    """Run the harness's command line with the binaries of this checkout; the JSON line it prints.
+    ``RuntimeError`` with its output when it fails."""
+    environment = {**apiserver.harness_environment(), "OLM_HARNESS_BIN": str(binaries())}
+    done = subprocess.run(
+        [sys.executable, str(harness_path()), *argv], capture_output=True, text=True, check=False, env=environment
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the OLM harness failed ({' '.join(argv[:1])}):\n{done.stdout}{done.stderr}")
+    lines = done.stdout.strip().splitlines()
+    answer: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+    return answer
+
+
 @contextmanager
-def running(run: Path, **options: Any) -> Iterator[Olm]:
-    """``up`` in ``run`` (``options``: ``boxcutter``, ``mark_available``, ``system_namespace``), then ``down``."""
-    variables = {"OLM_HARNESS_BIN": str(binaries()), "KUBE_HARNESS_BIN": str(apiserver.binaries())}
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)  # the harness reads them from the environment, in this process
-    harness = load()
+def running(run: Path, *options: str) -> Iterator[Olm]:
+    """``up`` in ``run`` (``options``: ``--boxcutter``, ``--mark-available``, ``--system-namespace NS``), then
+    ``down``; the harness runs as a command, so its processes are not this process's children."""
     try:
-        info = harness.up(run, **options)
-        try:
-            yield Olm(harness, run, info)
-        finally:
-            harness.down(run)
+        info = _harness("up", str(run), *options)
+        load().Kube(run).apply(cluster_admin_binding(info["system_namespace"]))
+        yield Olm(run, info)
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _harness("down", str(run))

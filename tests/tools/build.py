@@ -9,10 +9,12 @@ Each binary is built from a Go module of this directory (``kubernetes-1.32/``: k
 every dependency) with CGO off and ``-trimpath``, through the Go module
 proxy. The result is cached outside the checkout, in ``$UPGRADE_GATE_TEST_BIN`` or
 ``~/.cache/upgrade-gate/test-bin``, in a directory keyed by the binary's name, its module version and a hash of
-everything that shapes it (``go.mod``, ``go.sum``, package, tags, linker flags, Go version, ``GOEXPERIMENT``).
+everything that shapes it (every file of the module: ``go.mod``, ``go.sum``, a stand-in module it replaces a
+dependency with; package, tags, linker flags, Go version, ``GOEXPERIMENT``).
 A build runs in ``<key>.partial`` and becomes ``<key>`` by one rename once its ``build.json`` is written, so a
 killed build is never used: its leftovers are removed and it is built again. ``bin/`` holds one symlink per
-binary, the directory the harnesses take as ``KUBE_HARNESS_BIN`` and ``OLM_HARNESS_BIN``; where a binary cannot
+binary, the directory the harnesses take as ``KUBE_HARNESS_BIN`` and ``OLM_HARNESS_BIN`` (older builds of a binary
+are removed once a newer key is linked); where a binary cannot
 be built, ``bin/NAME.why`` says why in one line, and the tests that need it skip with that line.
 
 Exit codes: 0 when every binary is there, 1 when one could not be built (one ``build: NAME: reason`` line each on
@@ -131,11 +133,12 @@ def go_environment() -> tuple[str, dict[str, str]]:
 
 
 def key(target: Target, go_version: str, env: dict[str, str]) -> str:
-    """``NAME-VERSION-HASH``: what the cached binary is, and a hash of everything that shapes it."""
+    """``NAME-VERSION-HASH``: what the cached binary is, and a hash of everything that shapes it (every file of
+    the tool module's directory, where go.mod, go.sum and any stand-in module it points a ``replace`` at live)."""
     digest = hashlib.sha256()
+    sources = sorted(path for path in target.directory.rglob("*") if path.is_file())  # go.mod, go.sum, stand-ins
     for part in (
-        (target.directory / "go.mod").read_bytes(),
-        (target.directory / "go.sum").read_bytes(),
+        *(f"{path.relative_to(target.directory)}\n".encode() + path.read_bytes() for path in sources),
         target.package.encode(),
         ",".join(target.tags).encode(),
         target.ldflags().encode(),
@@ -291,7 +294,15 @@ def ensure(targets: Sequence[Target], *, progress: bool = True) -> dict[str, str
             if progress:
                 print(f"built {target.name} {target.version()} in {_clock(seconds)}", file=sys.stderr)
         link(target.name, destination / target.name)
+        prune(target.name, keep=destination)
     return failed
+
+
+def prune(name: str, keep: Path) -> None:
+    """Remove the cached builds of ``name`` other than ``keep`` (older keys: another go.mod, Go, flags)."""
+    for record in cache_root().glob("*/build.json"):
+        if record.parent != keep and json.loads(record.read_text("utf-8")).get("name") == name:
+            shutil.rmtree(record.parent, ignore_errors=True)
 
 
 def listing() -> list[str]:
