@@ -3,9 +3,9 @@
 
 The harness is looked for at ``$UPGRADE_GATE_OLM_HARNESS`` or ``<repository>/../shared/olm/harness.py``; its
 command line starts and stops the processes, and its ``Kube`` client is loaded as a module. It runs the binaries of
-``$OLM_HARNESS_BIN``, by default the build cache's bin directory, and starts the kube-apiserver harness beside it in
-the same run directory: OLM gets an API server of its own, since operator-controller reconciles every
-ClusterExtension, including those other tests write by hand with the status operator-controller would write. It
+``$OLM_HARNESS_BIN``, by default the build cache's bin directory, on a kube-apiserver of its own started first in
+the same run directory (operator-controller reconciles every ClusterExtension, including those other tests write
+by hand with the status operator-controller would write). It
 needs root (each controller runs under ``unshare --mount`` with its ServiceAccount token at the pod path).
 """
 
@@ -62,11 +62,12 @@ def unavailable() -> str | None:
 
 @dataclass(frozen=True)
 class Olm:
-    """A running OLM: its run directory and what ``up`` returned (``kubeconfig``, ``server``, ``registry``,
-    ``system_namespace``, ``operator_controller_user``, ...)."""
+    """A running OLM: its run directory, what ``up`` returned (``registry``, ``system_namespace``,
+    ``operator_controller_user``, ``logs``, ...) and the API server it runs on."""
 
     run: Path
     info: dict[str, Any]
+    server: apiserver.ApiServer
 
     def publish(self, packages: dict[str, list[str]], *options: str) -> dict[str, Any]:
         """Serve exactly ``packages`` (``{"demo": ["1.0.0", "1.1.0"]}``, upgrade order) from ClusterCatalog
@@ -120,11 +121,22 @@ def _harness(*argv: str) -> dict[str, Any]:
 
 @contextmanager
 def running(run: Path, *options: str) -> Iterator[Olm]:
-    """``up`` in ``run`` (``options``: ``--boxcutter``, ``--mark-available``, ``--system-namespace NS``), then
-    ``down``; the harness runs as a command, so its processes are not this process's children."""
+    """A kube-apiserver, then ``up`` on it in ``run`` (``options``: ``--boxcutter``, ``--mark-available``,
+    ``--system-namespace NS``); ``down`` and the server's stop after. The harness runs as a command, so its
+    processes are not this process's children."""
+    server = apiserver.start(run)
     try:
-        info = _harness("up", str(run), *options)
-        load().Kube(run).apply(cluster_admin_binding(info["system_namespace"]))
-        yield Olm(run, info)
+        try:
+            info = _harness("up", str(run), *options)
+        except RuntimeError as error:  # a port it picked was taken before it bound it (by another process)
+            if "address already in use" not in str(error):
+                raise
+            _harness("down", str(run))
+            info = _harness("up", str(run), *options)
+        try:
+            load().Kube(run).apply(cluster_admin_binding(info["system_namespace"]))
+            yield Olm(run, info, server)
+        finally:
+            _harness("down", str(run))
     finally:
-        _harness("down", str(run))
+        apiserver.stop(run)

@@ -600,18 +600,19 @@ CLUSTER_MODE = "the controller in cluster mode with catalogd's CA and no leader 
     ("variant", "writes"),
     [
         pytest.param("the default values (generated certificates, no sync loop)", set(),
-                     id="in gitops mode the controller writes status only"),
+                     id="in gitops mode the controller writes status and the retry annotation only"),
         pytest.param(CLUSTER_MODE, {"create", "patch", "delete"},
                      id="in cluster mode the controller also writes revisions and switches catalog images"),
     ],
 )  # fmt: skip
-def test_the_controller_may_write_only_status_and_events_unless_it_owns_the_revisions(rendered, variant, writes):
+def test_the_controller_writes_only_status_events_and_retries_unless_it_owns_the_revisions(rendered, variant, writes):
     objects = rendered[variant]
     kinds = ("clusterextensionrevisions", "clusterextensions", "clustercatalogs")
     read = {("olm.operatorframework.io", r, v) for r in kinds for v in READ}
     assert _grants(find(objects, "ClusterRole", CONTROLLER)["rules"]) == read | {
         ("olm.operatorframework.io", "clusterextensionrevisions/status", "patch"),
         ("olm.operatorframework.io", "clustercatalogs/status", "patch"),
+        ("olm.operatorframework.io", "clusterextensions", "patch"),  # the retry annotation, once per approval
         *(("olm.operatorframework.io", "clusterextensionrevisions", verb) for verb in writes),
         *([("olm.operatorframework.io", "clustercatalogs", "patch")] if writes else []),
     }

@@ -191,3 +191,63 @@ def test_a_long_note_is_cut_to_the_events_apis_one_kilobyte_without_splitting_a_
     )
     ((_, body),) = sink.created
     assert len(body["note"].encode()) <= 1024 and body["note"] == "é" * 512
+
+
+# --- a prompt retry once a held upgrade is approved ------------------------------------------------------------------
+
+HELD_BY_GATE = ["True", "Retrying", 'admission webhook "upgrades-helm.upgrade-gate.dev" denied the request: held']
+
+
+@pytest.mark.parametrize(
+    ("spec", "progressing", "annotated", "retried"),
+    [
+        pytest.param({"approved": True, "approvedAt": "2026-03-02T09:00:00Z"}, HELD_BY_GATE, None, True,
+                     id="an approved revision whose upgrade operator-controller reports held asks for a retry"),
+        pytest.param({"approved": True, "approvedAt": "2026-03-02T09:00:00Z"}, HELD_BY_GATE,
+                     "cnpg-1.28.0@2026-03-02T09:00:00Z", False, id="once per approval"),
+        pytest.param({"approved": True, "approvedAt": "2026-03-02T09:30:00Z"}, HELD_BY_GATE,
+                     "cnpg-1.28.0@2026-03-02T09:00:00Z", True, id="a new approval asks again"),
+        pytest.param({"approved": False}, HELD_BY_GATE, None, False, id="not before the approval"),
+        pytest.param({"approved": True}, ["True", "Succeeded", "installing"], None, False,
+                     id="not while operator-controller is not retrying"),
+    ],
+)  # fmt: skip
+def test_an_approval_makes_operator_controller_retry_the_held_upgrade_at_once(
+    spec: dict[str, Any], progressing: list[str], annotated: str | None, retried: bool
+) -> None:
+    writer, sink = Writer(), Sink()
+    rev = revision({"revision": {"version": "1.28.0", **spec}})
+    ext = extension({"extension": {"installed": "1.27.1", "progressing": progressing}})
+    assert ext is not None
+    if annotated:
+        ext["metadata"]["annotations"] = {"upgrade-gate.io/retry-for": annotated}
+    reconciler(writer, sink, rev, ext).reconcile("cnpg")
+    extension_patches = [(name, patch) for kind, name, patch in writer.writes if kind == "patch"]
+    if not retried:
+        assert extension_patches == []
+        assert "RetryRequested" not in [b["reason"] for _, b in sink.created]
+        return
+    token = f"cnpg-1.28.0@{spec.get('approvedAt')}"
+    assert extension_patches == [("cnpg", {"metadata": {"annotations": {"upgrade-gate.io/retry-for": token}}})]
+    (event,) = [b for _, b in sink.created if b["reason"] == "RetryRequested"]
+    assert event["regarding"]["name"] == "cnpg"
+    assert event["note"] == (
+        "ClusterExtensionRevision cnpg-1.28.0 is approved: operator-controller retries the upgrade to 1.28.0 now"
+    )
+
+
+def test_a_refused_retry_request_is_reported_and_retried_later() -> None:
+    class Refusing(Writer):
+        def patch(
+            self, resource: Resource, name: str, patch: Mapping[str, Any], *, status: bool = False
+        ) -> dict[str, Any]:
+            if not status:
+                raise WriteError(f"patch {resource.kind} {name}: 403 forbidden", 403)
+            return super().patch(resource, name, patch, status=status)
+
+    sink = Sink()
+    rev = revision({"revision": {"version": "1.28.0", "approved": True, "approvedAt": "2026-03-02T09:00:00Z"}})
+    ext = extension({"extension": {"installed": "1.27.1", "progressing": HELD_BY_GATE}})
+    with pytest.raises(RetryLater, match="403 forbidden"):
+        reconciler(Refusing(), sink, rev, ext).reconcile("cnpg")
+    assert "RetryNotRequested" in [b["reason"] for _, b in sink.created]

@@ -89,16 +89,14 @@ def _chart_objects(values: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def cluster(apiserver: ApiServer) -> ApiServer:
-    chart = _chart_objects({})
-    (crd,) = [o for o in chart if o["kind"] == "CustomResourceDefinition"]
     apiserver.install_crds(
         [
             upstream_crds() / "olm.operatorframework.io_clusterextensions.yaml",
             upstream_crds() / "olm.operatorframework.io_clusterobjectsets.yaml",
-            crd,
         ]
     )
-    namespaces = [OLM_NAMESPACE, "upgrade-gate", "upgrade-gate-system", "elsewhere"]
+    install_gate(apiserver)
+    namespaces = [OLM_NAMESPACE, "elsewhere"]
     bindings = [  # operator-controller is bound to cluster-admin upstream; approvers may write revisions
         ("gate-operator-controller", {"kind": "User", "name": OPERATOR_CONTROLLER}),
         ("gate-approvers", {"kind": "Group", "name": APPROVER_GROUP}),
@@ -121,7 +119,22 @@ def cluster(apiserver: ApiServer) -> ApiServer:
 
 @pytest.fixture(scope="module")
 def webhook(cluster: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
-    work = tmp_path_factory.mktemp("gate")
+    with serving(cluster, tmp_path_factory.mktemp("gate")) as served:
+        yield served
+
+
+def install_gate(server: ApiServer) -> None:
+    """The chart's ClusterExtensionRevision CRD and the namespaces the gate uses."""
+    (crd,) = [o for o in _chart_objects({}) if o["kind"] == "CustomResourceDefinition"]
+    server.install_crds([crd])
+    namespaces = ["upgrade-gate", "upgrade-gate-system"]
+    server.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in namespaces])
+
+
+@contextlib.contextmanager
+def serving(server: ApiServer, work: Path) -> Iterator[Webhook]:
+    """A local ``upgrade-gate serve --cluster on`` for ``server`` over TLS, with a copy of the bundled policies, and
+    the chart's webhook configurations pointing at it; stopped (configurations left) when the context ends."""
     policies = work / "policies"
     shutil.copytree(ROOT / "policies", policies, ignore=shutil.ignore_patterns("tests"))
     certs = work / "certs"
@@ -132,7 +145,7 @@ def webhook(cluster: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
     port = _free_port()
     env = {
         **os.environ,
-        "KUBECONFIG": cluster.kubeconfig,
+        "KUBECONFIG": server.kubeconfig,
         "POD_NAMESPACE": "upgrade-gate",
         "UPGRADE_GATE_RELOAD_INTERVAL": "0.5",
     }
@@ -151,7 +164,7 @@ def webhook(cluster: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
             for hook in configuration["webhooks"]:
                 path = hook["clientConfig"]["service"]["path"]
                 hook["clientConfig"] = {"url": f"{served.url}{path}", "caBundle": ca_bundle}
-        cluster.apply(configurations)
+        server.apply(configurations)
         yield served
     finally:
         process.terminate()

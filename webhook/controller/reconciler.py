@@ -5,7 +5,10 @@
    the ``resourceVersion`` read (a conflict means the cache was behind: retried), then the Events the change
    calls for (``webhook.controller.events``), on the revision and on its ClusterExtension. A status that already
    says everything costs no request: a resync of unchanged objects makes none.
-2. In ``cluster`` mode: the extension resolved against the cluster's catalogs (``check_extension``) and the
+2. Once a revision whose upgrade operator-controller reports held is approved, one merge patch of the
+   ClusterExtension's ``upgrade-gate.io/retry-for`` annotation makes operator-controller retry at once instead of
+   at the end of its backoff (``webhook.controller.retry``), reported by a ``RetryRequested`` Event.
+3. In ``cluster`` mode: the extension resolved against the cluster's catalogs (``check_extension``) and the
    revisions created, updated in place or deleted (``webhook.controller.lifecycle``), each write reported by an
    Event on the ClusterExtension.
 
@@ -34,7 +37,8 @@ from webhook.controller.catalogs import CatalogLoader, LoadedCatalogs
 from webhook.controller.events import NORMAL, WARNING, Notice, notices
 from webhook.controller.lifecycle import CREATE, DELETE, NOTHING_IN_RANGE, Action, plan_revisions
 from webhook.controller.recorder import EventRecorder
-from webhook.controller.status import assess, revision_status
+from webhook.controller.retry import RETRY_ANNOTATION, retry_due
+from webhook.controller.status import Assessment, assess, revision_status
 from webhook.controller.templates import catalog_status, current_image, image_switch, template_of
 from webhook.errors import ClusterError, UpgradeGateError
 from webhook.io.kube import Resource, WriteError
@@ -123,16 +127,21 @@ class Reconciler:
             return
         extension = self.store.get(OLM, "ClusterExtension", name)
         revisions = [r for n in self.revisions_of(name) if (r := self.store.get(OLM, REVISIONS.kind, n)) is not None]
-        failures = [f for revision in revisions if (f := self._write_status(revision, extension))]
+        assessed = [(revision, assess(revision, extension)) for revision in revisions]
+        failures = [
+            f for revision, assessment in assessed if (f := self._write_status(revision, assessment, extension))
+        ]
+        due = retry_due(extension, assessed)
+        if due is not None and extension is not None and (failure := self._request_retry(extension, *due)):
+            failures.append(failure)
         if self.catalogs is not None:
             failures.extend(self._lifecycle(name, extension, revisions))
         if failures:
             raise RetryLater(f"ClusterExtension {name}: {'; '.join(failures)}")
 
-    def _write_status(self, revision: KubeObject, extension: KubeObject | None) -> str | None:
+    def _write_status(self, revision: KubeObject, assessment: Assessment, extension: KubeObject | None) -> str | None:
         metadata = revision.get("metadata") or {}
         name = str(metadata.get("name"))
-        assessment = assess(revision, extension)
         before = revision.get("status") if isinstance(revision.get("status"), Mapping) else {}
         status = revision_status(revision, assessment, now=self.clock())
         if status == before:
@@ -150,6 +159,23 @@ class Reconciler:
             self.recorder.record(revision, notice, extension)
             if extension is not None:
                 self.recorder.record(extension, notice, revision)
+        return None
+
+    def _request_retry(self, extension: KubeObject, revision: KubeObject, token: str) -> str | None:
+        """Write ``token`` in the ClusterExtension's retry annotation (``webhook.controller.retry``) so that
+        operator-controller retries the approved upgrade now; the failure to retry for, or ``None``."""
+        name = str((extension.get("metadata") or {}).get("name"))
+        version = (revision.get("spec") or {}).get("version")
+        revision_name = (revision.get("metadata") or {}).get("name")
+        try:
+            self.writer.patch(EXTENSIONS, name, {"metadata": {"annotations": {RETRY_ANNOTATION: token}}})
+        except ClusterError as error:
+            note = f"could not ask operator-controller to retry the upgrade to {version} now: {error}"
+            self.recorder.record(extension, Notice(WARNING, "RetryNotRequested", "Retry", note), revision)
+            return str(error)
+        note = f"ClusterExtensionRevision {revision_name} is approved: operator-controller retries the upgrade to "
+        note += f"{version} now"
+        self.recorder.record(extension, Notice(NORMAL, "RetryRequested", "Retry", note), revision)
         return None
 
     def _lifecycle(self, name: str, extension: KubeObject | None, revisions: list[KubeObject]) -> list[str]:
