@@ -68,7 +68,9 @@ class JsonFormatter(logging.Formatter):
 
 def dict_config(level: str = "INFO") -> dict[str, Any]:
     """A ``logging.config.dictConfig`` document: JSON lines on stderr for the root logger and gunicorn's
-    loggers (gunicorn's access log is not used: every admission decision has its own line)."""
+    loggers (gunicorn's access log is not used: every admission decision has its own line). urllib3's own
+    warnings (one per retried request: dozens a minute while the API server is down) are left out below ERROR:
+    the callers report an outage once, in their own words."""
     handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
     return {
         "version": 1,
@@ -79,6 +81,7 @@ def dict_config(level: str = "INFO") -> dict[str, Any]:
         "loggers": {
             "gunicorn.error": {"level": level, "handlers": ["stderr"], "propagate": False},
             "gunicorn.access": {"level": "WARNING", "handlers": ["stderr"], "propagate": False},
+            "urllib3": {"level": "ERROR"},
         },
     }
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.apiserver import ApiServer
 from webhook.cli import main
 
 KUBECONFIG = """apiVersion: v1
@@ -55,3 +56,22 @@ def test_a_health_port_in_use_is_bad_input(tmp_path: Path) -> None:
         )
     assert (code, stdout) == (2, "")
     assert err == f"upgrade-gate: cannot serve /healthz on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_an_api_server_it_cannot_reach_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    (tmp_path / "kubeconfig").write_text(KUBECONFIG)  # nothing listens on 127.0.0.1:9
+    code, stdout, err = _run("--health-port", "0", KUBECONFIG=str(tmp_path / "kubeconfig"))
+    assert (code, stdout) == (1, "")
+    assert err.startswith("upgrade-gate: get /version: ") and err.count("\n") == 1
+    assert "127.0.0.1" in err and "port=9" in err
+
+
+def test_a_lease_namespace_that_does_not_exist_is_bad_input_in_one_line(apiserver: ApiServer) -> None:
+    code, stdout, err = _run(
+        "--health-port", "0", KUBECONFIG=apiserver.kubeconfig, POD_NAMESPACE="nowhere", POD_NAME="controller-0"
+    )
+    assert (code, stdout) == (2, "")
+    assert err == (
+        'upgrade-gate: namespace "nowhere" does not exist: the Lease upgrade-gate-controller is kept there '
+        "(POD_NAMESPACE); create the namespace, set POD_NAMESPACE, or turn leader election off\n"
+    )

@@ -6,8 +6,10 @@ import copy
 import datetime
 from typing import Any
 
+import pytest
 from kubernetes.client.exceptions import ApiException
 
+from webhook.errors import InputError
 from webhook.io.kube.cluster import LeaseElector
 
 T0 = datetime.datetime(2026, 3, 1, 12, 0, 0, tzinfo=datetime.UTC)
@@ -77,3 +79,54 @@ def test_a_replica_that_loses_the_update_race_is_not_the_leader() -> None:
     leases.read_namespaced_lease = lambda name, namespace: stale  # type: ignore[method-assign]
     assert not racer.try_acquire()
     leases.read_namespaced_lease = original  # type: ignore[method-assign]
+
+
+def test_an_outage_is_logged_once_readiness_names_it_and_its_end_is_logged(caplog: Any) -> None:
+    """A Lease API that fails for six rounds, then works: one warning with the reason (not six), ``problem`` set
+    meanwhile, one info line when it works again."""
+
+    class Failing(Leases):
+        def __init__(self) -> None:
+            super().__init__()
+            self.failures = 6
+
+        def read_namespaced_lease(self, name: str, namespace: str) -> Any:
+            if self.failures:
+                self.failures -= 1
+                raise ApiException(status=503, reason="Service Unavailable")
+            return super().read_namespaced_lease(name, namespace)
+
+    leases, now = Failing(), [T0]
+    made = elector(leases, "pod-a", now)
+    seen: list[str | None] = []
+
+    class Stop:
+        def __init__(self) -> None:
+            self.rounds = 0
+
+        def is_set(self) -> bool:
+            return self.rounds >= 8
+
+        def wait(self, timeout: float) -> bool:
+            seen.append(made.problem)
+            self.rounds += 1
+            return False
+
+    with caplog.at_level("INFO", logger="webhook.io.kube.cluster"):
+        made.keep(Stop())  # type: ignore[arg-type]
+    assert seen == ["get lease upgrade-gate/upgrade-gate-sync: 503 Service Unavailable"] * 6 + [None, None]
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "leader election failing"),
+        ("INFO", "leader election works again"),
+    ]
+    assert made.is_leader
+
+
+def test_a_lease_namespace_that_does_not_exist_is_named() -> None:
+    class NoNamespace(Leases):
+        def create_namespaced_lease(self, namespace: str, lease: Any) -> Any:
+            raise ApiException(status=404, reason="Not Found")
+
+    made = elector(NoNamespace(), "pod-a", [T0])
+    with pytest.raises(InputError, match='namespace "upgrade-gate" does not exist: the Lease upgrade-gate-sync'):
+        made.try_acquire()

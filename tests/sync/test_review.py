@@ -291,7 +291,8 @@ def test_invalid_yaml_is_its_own_row_and_the_rest_is_still_reviewed(world: World
 
 
 def test_a_policy_change_shows_the_manifests_it_would_deny_and_runs_the_suites(world: World) -> None:
-    # The base has no guards policy; the change adds it, and the existing ClusterExtensions break its rules.
+    # The base has no guards policy; the change adds it and requires catalog selectors, and the existing
+    # ClusterExtensions, which name none, break its rules.
     gate(world, tests=True)
     guards = world.human / "policies" / "clusterextension-guards.yaml"
     text = guards.read_text()
@@ -299,6 +300,10 @@ def test_a_policy_change_shows_the_manifests_it_would_deny_and_runs_the_suites(w
     world.push("no guards")
     git(world.human, "checkout", "--quiet", "-b", "guards")
     guards.write_text(text)
+    settings = world.human / "policies" / "settings.yaml"
+    settings.write_text(
+        settings.read_text().replace('requireCatalogSelector: "false"', 'requireCatalogSelector: "true"')
+    )
     git(world.human, "add", "--all")
     git(world.human, "commit", "--quiet", "-m", "the guards policy")
     code, rows = results(world, "--base", "origin/main", "--head", "HEAD")

@@ -65,10 +65,11 @@ class Metrics:
         self.api_requests.labels(verb).inc()
 
 
-def serve_health(host: str, port: int, metrics: Metrics, unsynced: Callable[[], list[str]]) -> ThreadingHTTPServer:
+def serve_health(host: str, port: int, metrics: Metrics, not_ready: Callable[[], list[str]]) -> ThreadingHTTPServer:
     """Start the endpoints on ``host``:``port`` (0 = any free port) in a daemon thread; returns the server
-    (``server_address`` says the port; ``shutdown()`` stops it). Raises ``InputError`` when the address cannot be
-    bound (a port taken, an address not on this host)."""
+    (``server_address`` says the port; ``shutdown()`` stops it). ``/readyz`` answers 503 listing what
+    ``not_ready()`` returns (``not synced: <kind>``, ``leader election: <why>``), else 200. Raises ``InputError``
+    when the address cannot be bound (a port taken, an address not on this host)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -76,8 +77,8 @@ def serve_health(host: str, port: int, metrics: Metrics, unsynced: Callable[[], 
             if path == "/healthz":
                 self._answer(200, b"ok\n", "text/plain")
             elif path == "/readyz":
-                waiting = unsynced()
-                body = ("not synced: " + ", ".join(waiting) if waiting else "ok") + "\n"
+                waiting = not_ready()
+                body = ("; ".join(waiting) if waiting else "ok") + "\n"
                 self._answer(503 if waiting else 200, body.encode(), "text/plain")
             elif path == "/metrics":
                 self._answer(200, generate_latest(metrics.registry), CONTENT_TYPE)

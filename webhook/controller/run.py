@@ -133,7 +133,7 @@ class Controller:
         cluster: ClusterReads | None = None,
         metrics: Metrics | None = None,
     ) -> None:
-        self.settings, self.elector = settings, elector
+        self.settings, self.elector, self.cluster = settings, elector, cluster
         self.queue = WorkQueue()
         self.index = RevisionIndex()
         self.metrics = metrics or Metrics()
@@ -166,17 +166,29 @@ class Controller:
             self.queue.add(name)
 
     def run(self, stop: threading.Event) -> None:
-        """Watch, elect, reconcile until ``stop`` is set; the health endpoints serve meanwhile."""
-        server = serve_health(self.settings.health_host, self.settings.health_port, self.metrics, self.cache.unsynced)
-        self.cache.start()
-        if self.elector is not None:
-            threading.Thread(target=self.elector.keep, args=(stop,), name="lease", daemon=True).start()
+        """Watch, elect, reconcile until ``stop`` is set; the health endpoints serve meanwhile. What would only
+        keep it idle fails the start instead, with one message: an API server it cannot reach (``ClusterError``),
+        a Lease namespace that does not exist (``InputError``)."""
+        server = serve_health(self.settings.health_host, self.settings.health_port, self.metrics, self.not_ready)
         try:
+            if self.cluster is not None:
+                self.cluster.server_version()
+            if self.elector is not None:
+                self.elector.try_acquire()
+                threading.Thread(target=self.elector.keep, args=(stop,), name="lease", daemon=True).start()
+            self.cache.start()
             self._work(stop)
         finally:
             server.shutdown()
             server.server_close()
             self.cache.stop()
+
+    def not_ready(self) -> list[str]:
+        """What keeps this replica from being ready: watch caches not yet synced, and leader election failing
+        (an API error, not another replica leading)."""
+        waiting = [f"not synced: {kind}" for kind in self.cache.unsynced()]
+        problem = self.elector.problem if self.elector is not None else None
+        return waiting + ([f"leader election: {problem}"] if problem else [])
 
     def _work(self, stop: threading.Event) -> None:
         """Gate the workers: they reconcile while this replica leads and the caches are synced."""

@@ -161,6 +161,7 @@ class WatchCache:
         self.resync_s = resync_s
         self.backoff_s = backoff_s
         self._objects: dict[tuple[str, str], _Objects] = {}
+        self._failing: dict[Resource, str] = {}  # the resources whose last list or watch failed, and why
         self._stop = threading.Event()
 
     def start(self) -> WatchCache:
@@ -208,6 +209,8 @@ class WatchCache:
             self._objects[(resource.api_version, resource.kind)] = MappingProxyType({})
             self._stop.wait(min(self.resync_s, NOT_SERVED_RECHECK_S))
             return
+        if self._failing.pop(resource, None) is not None:
+            log.info("watch works again", extra=logs.fields({logs.RESOURCE: str(resource)}))
         listed = {_key(obj): obj for obj in items}
         gone = [
             obj
@@ -241,6 +244,9 @@ class WatchCache:
             self.listener(resource, kind, obj)
 
     def _reflect(self, resource: Resource) -> None:
+        """List and watch ``resource`` until stopped. A failure is logged once as a warning (again only when its
+        text changes), its end (the next list that works) once at info: an outage is a few lines, not one per
+        retry."""
         backoff = self.backoff_s[0]
         while not self._stop.is_set():
             try:
@@ -252,10 +258,12 @@ class WatchCache:
                     extra=logs.fields({logs.RESOURCE: str(resource), logs.ERROR: str(error)}),
                 )
             except Exception as error:  # a reflector must outlive any failure: relist after a pause
-                log.warning(
-                    "watch failed; relisting after a pause",
-                    extra=logs.fields({logs.RESOURCE: str(resource), logs.ERROR: str(error)}),
-                )
+                if self._failing.get(resource) != str(error):
+                    log.warning(
+                        "watch failed; relisting after a pause, with backoff, until it works again",
+                        extra=logs.fields({logs.RESOURCE: str(resource), logs.ERROR: str(error)}),
+                    )
+                self._failing[resource] = str(error)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, self.backoff_s[1])
 

@@ -20,6 +20,7 @@ because no shared loader exists yet in ``webhook.io.kube``. Every API failure ra
 from __future__ import annotations
 
 import datetime
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -32,12 +33,15 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from urllib3.exceptions import HTTPError
 
-from webhook.errors import ClusterError
+from webhook import logs
+from webhook.errors import ClusterError, InputError, UpgradeGateError
 
 OLM_GROUP, OLM_VERSION = "olm.operatorframework.io", "v1"
 ADDON_GROUP, ADDON_VERSION = "addon.open-cluster-management.io", "v1alpha1"
 PLACEMENT_GROUP, PLACEMENT_VERSION = "cluster.open-cluster-management.io", "v1beta1"
 PLACEMENT_LABEL = "cluster.open-cluster-management.io/placement"
+
+log = logging.getLogger(__name__)
 
 
 def connect(kubeconfig: Path | None = None) -> Any:
@@ -161,6 +165,7 @@ class LeaseElector:
         self.duration_s = duration_s
         self._clock = clock
         self._leader = threading.Event()
+        self.problem: str | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -170,15 +175,13 @@ class LeaseElector:
     def try_acquire(self) -> bool:
         """Take or renew the Lease if it is free, expired or ours; True when we hold it afterwards.
 
-        A conflict (someone else updated it first) is a lost round, not an error; other API failures raise
-        ``ClusterError``.
+        A conflict (someone else updated it first) is a lost round, not an error. A missing namespace raises
+        ``InputError`` naming it; other API failures (refused, unreachable) raise ``ClusterError``.
         """
         now = self._clock()
-        try:
-            lease = self._api.read_namespaced_lease(self.name, self.namespace)
-        except ApiException as error:
-            if error.status != 404:
-                raise ClusterError(f"get lease {self.namespace}/{self.name}: {error.status} {error.reason}") from None
+        where = f"lease {self.namespace}/{self.name}"
+        lease = _call(f"get {where}", self._api.read_namespaced_lease, self.name, self.namespace, missing_ok=True)
+        if lease is None:
             return self._won(self._create(now))
         spec = lease.spec or client.V1LeaseSpec()
         holder = spec.holder_identity
@@ -196,17 +199,27 @@ class LeaseElector:
         except ApiException as error:
             if error.status == 409:
                 return self._won(False)
-            raise ClusterError(f"update lease {self.namespace}/{self.name}: {error.status} {error.reason}") from None
+            raise ClusterError(f"update {where}: {error.status} {error.reason}") from None
+        except (OSError, HTTPError) as error:
+            raise ClusterError(f"update {where}: {error}") from None
         return self._won(True)
 
     def keep(self, stop: threading.Event) -> None:
         """Try to take or renew the Lease every third of its duration until ``stop`` is set (run in a thread);
-        an API failure counts as not being the leader."""
+        a failure counts as not being the leader. ``problem`` says what failed last (``None`` once it works
+        again); a failure is logged once, as a warning, until it changes or ends, not at every try."""
         while not stop.is_set():
             try:
                 self.try_acquire()
-            except ClusterError:
+            except UpgradeGateError as error:
                 self._leader.clear()
+                if str(error) != self.problem:
+                    log.warning("leader election failing", extra=logs.fields({logs.ERROR: str(error)}))
+                self.problem = str(error)
+            else:
+                if self.problem is not None:
+                    log.info("leader election works again", extra=logs.fields({}))
+                self.problem = None
             stop.wait(self.duration_s / 3)
 
     def _create(self, now: datetime.datetime) -> bool:
@@ -223,7 +236,14 @@ class LeaseElector:
         except ApiException as error:
             if error.status == 409:
                 return False
+            if error.status == 404:
+                raise InputError(
+                    f'namespace "{self.namespace}" does not exist: the Lease {self.name} is kept there '
+                    "(POD_NAMESPACE); create the namespace, set POD_NAMESPACE, or turn leader election off"
+                ) from None
             raise ClusterError(f"create lease {self.namespace}/{self.name}: {error.status} {error.reason}") from None
+        except (OSError, HTTPError) as error:
+            raise ClusterError(f"create lease {self.namespace}/{self.name}: {error}") from None
         return True
 
     def _expired(self, spec: Any, now: datetime.datetime) -> bool:
