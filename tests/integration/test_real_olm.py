@@ -185,3 +185,38 @@ def test_an_approval_is_applied_at_once_however_long_the_hold(olm: Olm, gate: We
     assert time.monotonic() - approved < 10
     annotations = extension(olm, "prompt")["metadata"]["annotations"]
     assert annotations["upgrade-gate.io/retry-for"].startswith("prompt-1.1.0@")
+
+
+def test_an_upgrade_the_gate_never_saw_is_reported_as_unapproved(olm: Olm, gate: Webhook, controller: Path) -> None:
+    """The gate's webhook configurations removed (a gate down or bypassed): operator-controller upgrades freely, and
+    the controller reports the change no approved revision covered."""
+    packages = {"smoke": ["1.0.0", "1.1.0"], "demo": ["1.0.0", "1.1.0"], "prompt": ["1.0.0", "1.1.0"]}
+    olm.publish({**packages, "breach": ["1.0.0"]})
+    install(olm, "breach")
+    wait_for(lambda: installed(olm, "breach") == "1.0.0", "breach installed", timeout=60)
+    kube = olm.kube()
+    admission = "admissionregistration.k8s.io/v1"
+    configurations = [
+        (kind, item)
+        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+        for item in kube.list(admission, kind)
+        if any(hook["name"].endswith(".upgrade-gate.dev") for hook in item.get("webhooks", []))
+    ]
+    assert configurations
+    for kind, item in configurations:
+        kube.delete(admission, kind, item["metadata"]["name"])
+    try:
+        olm.publish({**packages, "breach": ["1.0.0", "1.1.0"]})
+        wait_for(lambda: installed(olm, "breach") == "1.1.0", "the ungated upgrade", timeout=60)
+
+        def reported() -> list[dict[str, Any]]:
+            events = kube.list("events.k8s.io/v1", "Event", namespace="default")
+            return [e for e in events if e["reason"] == "UnapprovedUpgrade" and e["regarding"]["name"] == "breach"]
+
+        (event,) = wait_for(reported, "the UnapprovedUpgrade Event", timeout=20)
+        assert event["type"] == "Warning"
+        assert event["note"].startswith("ClusterExtension breach changed from 1.0.0 to 1.1.0 without an approved")
+    finally:
+        for kind, item in configurations:  # listed items carry no apiVersion and kind
+            metadata = {k: v for k, v in item["metadata"].items() if k in ("name", "labels", "annotations")}
+            kube.apply({**item, "apiVersion": admission, "kind": kind, "metadata": metadata})

@@ -11,6 +11,8 @@ registry per instance):
 - ``upgrade_gate_controller_leader``: 1 while this replica holds the Lease;
 - ``upgrade_gate_controller_api_requests_total{verb}``: requests to the Kubernetes API (``list`` and ``watch`` of
   the watch caches; ``post``, ``patch``, ``delete`` of the writes; the Lease's own calls are not counted);
+- ``upgrade_gate_controller_unapproved_upgrades_total``: installed versions that changed with no approved revision
+  (``webhook.controller.breach``), counted by the leader;
 - ``process_resident_memory_bytes`` and the other ``process_*`` metrics of ``prometheus_client``.
 
 ``/readyz`` is 200 once every watch cache has listed its kind, else 503 naming those that have not.
@@ -51,6 +53,11 @@ class Metrics:
         )
         self.leader = Gauge(
             "upgrade_gate_controller_leader", "1 while this replica holds the Lease, else 0.", registry=self.registry
+        )
+        self.unapproved_upgrades = Counter(
+            "upgrade_gate_controller_unapproved_upgrades",
+            "ClusterExtensions whose installed version changed with no approved ClusterExtensionRevision.",
+            registry=self.registry,
         )
         self.api_requests = Counter(
             "upgrade_gate_controller_api_requests",

@@ -23,7 +23,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from webhook import logs
+from webhook.controller.breach import unapproved_change
 from webhook.controller.catalogs import CatalogLoader
+from webhook.controller.events import WARNING, Notice
 from webhook.controller.health import Metrics, serve_health
 from webhook.controller.queue import WorkQueue
 from webhook.controller.reconciler import (
@@ -37,7 +39,7 @@ from webhook.controller.reconciler import (
     Writer,
 )
 from webhook.controller.recorder import EventRecorder
-from webhook.controller.status import state_of
+from webhook.controller.status import installed_version, state_of
 from webhook.io.kube import ApiWriter, LeaseElector, Resource, Source, WatchCache
 from webhook.objects import KubeObject
 from webhook.settings import ControllerSettings
@@ -138,6 +140,7 @@ class Controller:
         self.index = RevisionIndex()
         self.metrics = metrics or Metrics()
         self.resolves = catalogs is not None
+        self._installed: dict[str, str | None] = {}  # ClusterExtension -> installed version last seen
         counted = CountingSource(source, self.metrics)
         resources = (REVISIONS, EXTENSIONS, CATALOGS)
         self.cache = WatchCache(counted, resources, resync_s=settings.resync_s, listener=self._on_change)
@@ -147,15 +150,32 @@ class Controller:
         )  # fmt: skip
 
     def _on_change(self, resource: Resource, kind: str, obj: KubeObject) -> None:
-        """A watch event: queue the ClusterExtension it concerns."""
+        """A watch event: queue the ClusterExtension it concerns (and check a ClusterExtension's version change)."""
         if resource == REVISIONS:
             self.queue.add(self.index.update(kind, obj))
         elif resource == EXTENSIONS:
-            self.queue.add(str((obj.get("metadata") or {}).get("name")))
+            name = str((obj.get("metadata") or {}).get("name"))
+            self._check_version(name, kind, obj)
+            self.queue.add(name)
         else:
             self.queue.add(CATALOG_KEY + str((obj.get("metadata") or {}).get("name")))
             if self.resolves:
                 self.queue_all()
+
+    def _check_version(self, name: str, kind: str, extension: KubeObject) -> None:
+        """Remember ``name``'s installed version; where it changed with no approved revision, the leader records a
+        Warning ``UnapprovedUpgrade`` on the ClusterExtension, logs it and counts it."""
+        before = self._installed.pop(name, None)
+        if kind == "DELETED":
+            return
+        self._installed[name] = installed_version(extension)
+        revisions = [r for n in self.index.names(name) if (r := self.cache.get(OLM, REVISIONS.kind, n)) is not None]
+        note = unapproved_change(before, extension, revisions)
+        if note is None or (self.elector is not None and not self.elector.is_leader):
+            return
+        self.metrics.unapproved_upgrades.inc()
+        log.warning(note, extra=logs.fields({logs.NAME: name, logs.EVENT: "UnapprovedUpgrade"}))
+        self.reconciler.recorder.record(extension, Notice(WARNING, "UnapprovedUpgrade", "Detect", note))
 
     def queue_all(self) -> None:
         """Queue every ClusterCatalog, every ClusterExtension known and every extension a revision names."""
