@@ -28,6 +28,7 @@ from typing import Any
 from tests import apiserver
 from tests.tools import build
 
+EXTENSIONS = "olm.operatorframework.io/v1"
 #: The binaries the OLM harness links from ``$OLM_HARNESS_BIN``.
 BINARIES = ("operator-controller", "catalogd")
 
@@ -79,20 +80,67 @@ class Olm:
         """The harness's admin REST client (``apply``, ``get``, ``list``, ``patch``, ``delete``)."""
         return load().Kube(self.run)
 
+    def install(self, package: str) -> None:
+        """Create ``package``'s namespace, installer ServiceAccount and ClusterExtension ``package`` (any 1.x from
+        channel ``stable`` of the ClusterCatalog ``harness``)."""
+        namespace = f"{package}-system"
+        kube = self.kube()
+        kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        account = {"kind": "ServiceAccount", "name": "installer", "namespace": namespace}
+        kube.apply(
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "installer", "namespace": namespace}}
+        )
+        kube.apply(cluster_admin(f"{package}-installer", account))
+        catalog = {
+            "packageName": package,
+            "channels": ["stable"],
+            "version": ">=1.0.0 <2.0.0",
+            "selector": {"matchLabels": {"olm.operatorframework.io/metadata.name": "harness"}},
+        }
+        kube.apply({
+            "apiVersion": EXTENSIONS,
+            "kind": "ClusterExtension",
+            "metadata": {"name": package},
+            "spec": {"namespace": namespace, "serviceAccount": {"name": "installer"},
+                     "source": {"sourceType": "Catalog", "catalog": catalog}},
+        })  # fmt: skip
+
+    def extension(self, name: str) -> dict[str, Any]:
+        """The ClusterExtension ``name`` (empty when absent)."""
+        found: dict[str, Any] = self.kube().get(EXTENSIONS, "ClusterExtension", name) or {}
+        return found
+
+    def installed(self, name: str) -> str | None:
+        """The bundle version operator-controller reports installed, once ``Installed`` is True."""
+        status = self.extension(name).get("status", {})
+        ok = any(c["type"] == "Installed" and c["status"] == "True" for c in status.get("conditions", []))
+        version: str | None = status.get("install", {}).get("bundle", {}).get("version")
+        return version if ok else None
+
+    def progressing(self, name: str) -> dict[str, Any]:
+        """The ClusterExtension's ``Progressing`` condition (empty before one is written)."""
+        conditions = self.extension(name).get("status", {}).get("conditions", [])
+        return next((c for c in conditions if c["type"] == "Progressing"), {})
+
+
+def cluster_admin(name: str, subject: dict[str, str]) -> dict[str, Any]:
+    """A ClusterRoleBinding ``name`` of cluster-admin to ``subject`` (a User, Group or ServiceAccount)."""
+    api_group = {} if subject["kind"] == "ServiceAccount" else {"apiGroup": "rbac.authorization.k8s.io"}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{**api_group, **subject}],
+    }
+
 
 def cluster_admin_binding(namespace: str) -> dict[str, Any]:
     """operator-controller's ServiceAccount bound to cluster-admin, as the manifests of the release built here
     (v1.11.0) bind it: that release installs a bundle as itself, no longer as ``spec.serviceAccount``, and the
     harness applies the RBAC of an older build, which lacks this binding."""
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "operator-controller-cluster-admin-rolebinding"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [
-            {"kind": "ServiceAccount", "name": "operator-controller-controller-manager", "namespace": namespace}
-        ],
-    }
+    subject = {"kind": "ServiceAccount", "name": "operator-controller-controller-manager", "namespace": namespace}
+    return cluster_admin("operator-controller-cluster-admin-rolebinding", subject)
 
 
 @functools.cache

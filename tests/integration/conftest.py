@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -170,3 +171,31 @@ def serving(server: ApiServer, work: Path) -> Iterator[Webhook]:
         process.terminate()
         process.wait(timeout=20)
         log.close()
+
+
+@contextlib.contextmanager
+def controlling(server: ApiServer, log_path: Path, *, mode: str = "gitops") -> Iterator[subprocess.Popen[bytes]]:
+    """``upgrade-gate controller`` (leader election on, one replica) on ``server``, logging to ``log_path``;
+    stopped with SIGTERM when the context ends."""
+    env = {
+        **os.environ,
+        "KUBECONFIG": server.kubeconfig,
+        "POD_NAMESPACE": "upgrade-gate",
+        "POD_NAME": "controller-0",
+        "UPGRADE_GATE_CONTROLLER_MODE": mode,
+        "UPGRADE_GATE_HEALTH_PORT": "0",
+    }
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "upgrade-gate"), "controller"],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
+        try:
+            yield process
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
