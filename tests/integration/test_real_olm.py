@@ -2,7 +2,8 @@
 the chart's webhooks in front of the API server hold each upgrade until its ClusterExtensionRevision is approved.
 
 One OLM per session (``olm``, on an API server of its own), one ``upgrade-gate serve`` for this module; each test
-uses its own package and ClusterExtension names.
+uses its own package and ClusterExtension names, and publishes a catalog of its own packages only (the extensions
+of earlier tests then no longer resolve, which holds nothing).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from tests.apiserver import wait_for
 from tests.integration.conftest import Webhook, controlling, install_gate, serving
 from tests.integration.olm import APPROVER_GROUP, HELM_GATE, POLICY, approve, propose
 from tests.olm_harness import EXTENSIONS, Olm, cluster_admin
+
+ADMISSION = "admissionregistration.k8s.io/v1"
+FREEZE = "2020-01-01T00:00:00Z/2099-01-01T00:00:00Z"
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +66,11 @@ def test_operator_controller_installs_then_upgrades_with_its_own_release_writes(
 
 
 def test_an_upgrade_is_held_with_the_policys_message_until_approved(olm: Olm, gate: Webhook) -> None:
-    olm.publish({"smoke": ["1.0.0", "1.1.0"], "demo": ["1.0.0"]})
+    olm.publish({"demo": ["1.0.0"]})
     olm.install("demo")
     wait_for(lambda: olm.installed("demo") == "1.0.0", "a first install, never held", timeout=60)
 
-    olm.publish({"smoke": ["1.0.0", "1.1.0"], "demo": ["1.0.0", "1.1.0"]})
+    olm.publish({"demo": ["1.0.0", "1.1.0"]})
     held = POLICY + (
         "upgrade of demo from 1.0.0 to 1.1.0 is waiting for approval: no ClusterExtensionRevision proposes 1.1.0; "
         "create demo-1.1.0 and approve it"
@@ -85,10 +89,10 @@ def test_an_upgrade_is_held_with_the_policys_message_until_approved(olm: Olm, ga
 def test_an_approval_is_applied_at_once_however_long_the_hold(olm: Olm, gate: Webhook, controller: Path) -> None:
     """operator-controller's backoff has grown past the test's patience (it doubles from 5 ms: 8 s, 16 s, ... after
     a dozen denials); the controller's retry request makes the approval take effect in seconds."""
-    olm.publish({"smoke": ["1.0.0", "1.1.0"], "demo": ["1.0.0", "1.1.0"], "prompt": ["1.0.0"]})
+    olm.publish({"prompt": ["1.0.0"]})
     olm.install("prompt")
     wait_for(lambda: olm.installed("prompt") == "1.0.0", "prompt installed", timeout=60)
-    olm.publish({"smoke": ["1.0.0", "1.1.0"], "demo": ["1.0.0", "1.1.0"], "prompt": ["1.0.0", "1.1.0"]})
+    olm.publish({"prompt": ["1.0.0", "1.1.0"]})
     wait_for(lambda: "waiting for approval" in olm.progressing("prompt").get("message", ""), "the hold", timeout=60)
     propose(olm.server, "prompt", "1.1.0")
     time.sleep(30)  # about 13 denials: operator-controller's next retry is now 20-40 s away
@@ -103,23 +107,16 @@ def test_an_approval_is_applied_at_once_however_long_the_hold(olm: Olm, gate: We
 def test_an_upgrade_the_gate_never_saw_is_reported_as_unapproved(olm: Olm, gate: Webhook, controller: Path) -> None:
     """The gate's webhook configurations removed (a gate down or bypassed): operator-controller upgrades freely, and
     the controller reports the change no approved revision covered."""
-    packages = {"smoke": ["1.0.0", "1.1.0"], "demo": ["1.0.0", "1.1.0"], "prompt": ["1.0.0", "1.1.0"]}
-    olm.publish({**packages, "breach": ["1.0.0"]})
+    olm.publish({"breach": ["1.0.0"]})
     olm.install("breach")
     wait_for(lambda: olm.installed("breach") == "1.0.0", "breach installed", timeout=60)
     kube = olm.kube()
-    admission = "admissionregistration.k8s.io/v1"
-    configurations = [
-        (kind, item)
-        for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
-        for item in kube.list(admission, kind)
-        if any(hook["name"].endswith(".upgrade-gate.dev") for hook in item.get("webhooks", []))
-    ]
+    configurations = gate_configurations(olm)
     assert configurations
     for kind, item in configurations:
-        kube.delete(admission, kind, item["metadata"]["name"])
+        kube.delete(ADMISSION, kind, item["metadata"]["name"])
     try:
-        olm.publish({**packages, "breach": ["1.0.0", "1.1.0"]})
+        olm.publish({"breach": ["1.0.0", "1.1.0"]})
         wait_for(lambda: olm.installed("breach") == "1.1.0", "the ungated upgrade", timeout=60)
 
         def reported() -> list[dict[str, Any]]:
@@ -130,6 +127,73 @@ def test_an_upgrade_the_gate_never_saw_is_reported_as_unapproved(olm: Olm, gate:
         assert event["type"] == "Warning"
         assert event["note"].startswith("ClusterExtension breach changed from 1.0.0 to 1.1.0 without an approved")
     finally:
-        for kind, item in configurations:  # listed items carry no apiVersion and kind
-            metadata = {k: v for k, v in item["metadata"].items() if k in ("name", "labels", "annotations")}
-            kube.apply({**item, "apiVersion": admission, "kind": kind, "metadata": metadata})
+        reapply(olm, configurations)
+
+
+def gate_configurations(olm: Olm) -> list[tuple[str, dict[str, Any]]]:
+    """The webhook configurations the chart installed, as ``(kind, object)``."""
+    kinds = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+    return [
+        (kind, item)
+        for kind in kinds
+        for item in olm.kube().list(ADMISSION, kind)
+        if any(hook["name"].endswith(".upgrade-gate.dev") for hook in item.get("webhooks", []))
+    ]
+
+
+def reapply(olm: Olm, configurations: list[tuple[str, dict[str, Any]]]) -> None:
+    for kind, item in configurations:  # listed items carry no apiVersion and kind
+        metadata = {k: v for k, v in item["metadata"].items() if k in ("name", "labels", "annotations")}
+        olm.kube().apply({**item, "apiVersion": ADMISSION, "kind": kind, "metadata": metadata})
+
+
+def test_while_the_webhook_is_down_upgrades_wait_and_first_installs_go_on(olm: Olm, gate: Webhook) -> None:
+    """Every webhook of the gate unreachable (failurePolicy Fail): an upgrade waits with the API server's failure
+    in Progressing; a first install of an extension created before the outage is never sent to the gate."""
+    olm.publish({"downa": ["1.0.0"]})
+    olm.install("downa")
+    wait_for(lambda: olm.installed("downa") == "1.0.0", "downa installed", timeout=60)
+    olm.install("downb")  # not in the catalog yet: operator-controller takes it in (finalizer) and waits
+    wait_for(lambda: olm.extension("downb").get("metadata", {}).get("finalizers"), "downb taken in", timeout=30)
+    configurations = gate_configurations(olm)
+    down = [
+        (kind, {**item, "webhooks": [
+            {**hook, "clientConfig": {**hook["clientConfig"], "url": "https://127.0.0.1:9/unreachable"}}
+            for hook in item["webhooks"]
+        ]})
+        for kind, item in configurations
+    ]  # fmt: skip
+    reapply(olm, down)
+    try:
+        olm.publish({"downa": ["1.0.0", "1.1.0"], "downb": ["1.0.0"]})
+        wait_for(lambda: olm.installed("downb") == "1.0.0", "a first install during the outage", timeout=60)
+        failed = f'failed calling webhook "{HELM_GATE}"'
+        wait_for(lambda: failed in olm.progressing("downa").get("message", ""), "the upgrade waiting", timeout=60)
+        assert olm.installed("downa") == "1.0.0"
+    finally:
+        reapply(olm, configurations)
+
+
+def test_an_approved_upgrade_waits_out_a_freeze_window(olm: Olm, gate: Webhook, controller: Path) -> None:
+    """Approved before a freeze, the upgrade that becomes available inside it is held at apply time with the
+    window in the message, on the ClusterExtension and on the revision; once the freeze is lifted it is applied."""
+    olm.publish({"freeze": ["1.0.0"]})
+    olm.install("freeze")
+    wait_for(lambda: olm.installed("freeze") == "1.0.0", "freeze installed", timeout=60)
+    propose(olm.server, "freeze", "1.1.0")
+    approve(olm.server, "freeze-1.1.0")
+    with gate.settings(freezeWindows=FREEZE):
+        olm.publish({"freeze": ["1.0.0", "1.1.0"]})
+        held = f"upgrade of freeze from 1.0.0 to 1.1.0 is approved but held by the freeze window {FREEZE}"
+        wait_for(lambda: held in olm.progressing("freeze").get("message", ""), "the freeze's hold", timeout=60)
+
+        def revision_held() -> bool:
+            found = olm.kube().get(EXTENSIONS, "ClusterExtensionRevision", "freeze-1.1.0") or {}
+            conditions = {c["type"]: c for c in found.get("status", {}).get("conditions", [])}
+            progressing = conditions.get("Progressing", {})
+            return progressing.get("reason") == "Upgrading" and held in progressing.get("message", "")
+
+        wait_for(revision_held, "the hold on the revision's status", timeout=30)
+        assert olm.installed("freeze") == "1.0.0"
+    touch(olm, "freeze")  # a window that closes triggers no retry by itself: operator-controller's backoff does
+    wait_for(lambda: olm.installed("freeze") == "1.1.0", "the upgrade after the freeze", timeout=30)
