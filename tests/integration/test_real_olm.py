@@ -197,3 +197,27 @@ def test_an_approved_upgrade_waits_out_a_freeze_window(olm: Olm, gate: Webhook, 
         assert olm.installed("freeze") == "1.0.0"
     touch(olm, "freeze")  # a window that closes triggers no retry by itself: operator-controller's backoff does
     wait_for(lambda: olm.installed("freeze") == "1.1.0", "the upgrade after the freeze", timeout=30)
+
+
+def test_a_clusterextension_deleted_while_held_is_removed_and_its_revision_says_so(
+    olm: Olm, gate: Webhook, controller: Path
+) -> None:
+    """Nothing stuck: operator-controller's finalizers run (none of its writes then is sent to the gate) and the
+    controller reports the revision failed, its ClusterExtension gone. (The release Secrets stay here: they are
+    owned by the ClusterExtension, and this API server runs no garbage collector.)"""
+    olm.publish({"gone": ["1.0.0"]})
+    olm.install("gone")
+    wait_for(lambda: olm.installed("gone") == "1.0.0", "gone installed", timeout=60)
+    olm.publish({"gone": ["1.0.0", "1.1.0"]})
+    wait_for(lambda: "waiting for approval" in olm.progressing("gone").get("message", ""), "the hold", timeout=60)
+    propose(olm.server, "gone", "1.1.0")
+    olm.kube().delete(EXTENSIONS, "ClusterExtension", "gone")
+    wait_for(lambda: not olm.extension("gone"), "the ClusterExtension deleted, finalizers and all", timeout=60)
+
+    def failed() -> dict[str, Any] | None:
+        found = olm.kube().get(EXTENSIONS, "ClusterExtensionRevision", "gone-1.1.0") or {}
+        return found if found.get("status", {}).get("state") == "Failed" else None
+
+    revision = wait_for(failed, "the revision failed", timeout=30)
+    conditions = {c["type"]: c for c in revision["status"]["conditions"]}
+    assert conditions["Stalled"]["message"] == "ClusterExtension gone not found"
