@@ -234,3 +234,16 @@ def test_installed_needs_a_single_extension(tmp_path: Path) -> None:
     (tmp_path / "two.yaml").write_text(f"{text}---\n{text.replace('name: cloudnative-pg', 'name: x', 1)}")
     code, _, err = _run("-f", str(tmp_path / "two.yaml"), "--catalog", str(REAL), "--installed", "x@1.0.0")
     assert (code, err) == (2, f"upgrade-gate: --installed needs one ClusterExtension; {tmp_path / 'two.yaml'} has 2\n")
+
+
+def test_a_catalog_that_is_no_file_based_catalog_is_bad_input(tmp_path: Path) -> None:
+    code, stdout, err = _run("-f", str(EXAMPLE), "--catalog", str(ROOT / "README.md"))
+    assert (code, stdout) == (2, "")
+    assert err.startswith(f"upgrade-gate: not a File-Based Catalog: {ROOT / 'README.md'}:") and err.count("\n") == 1
+    (tmp_path / "notes.txt").write_text("not a catalog\n")
+    code, stdout, err = _run("-f", str(EXAMPLE), "--catalog", str(tmp_path))
+    assert (code, stdout, err) == (
+        2,
+        "",
+        f"upgrade-gate: {tmp_path}: not a File-Based Catalog: no .json or .yaml file in it\n",
+    )

@@ -84,13 +84,17 @@ def load_catalog(location: str | Path) -> Catalog:
 
     The catalog is named after the directory or file base name (a file's suffix dropped). A directory's
     ``clustercatalog.yaml`` (ClusterCatalog manifest) sets the name, labels, ``spec.priority``,
-    ``spec.availabilityMode`` and ``Serving``. Raises ``CatalogError`` when the path cannot be read and
+    ``spec.availabilityMode`` and ``Serving``. Raises ``CatalogError`` when the path cannot be read or holds no
+    FBC blob at all (a file that is no catalog: its first problem, or a directory without FBC files), and
     ``ManifestError`` for a malformed ``clustercatalog.yaml``; malformed blobs are recorded per package.
     """
     path = Path(location)
     if path.is_dir():
         catalog = _catalog_from_manifest(path)
-        for file in _catalog_files(path):
+        files = _catalog_files(path)
+        if not files:
+            raise CatalogError(f"{path}: not a File-Based Catalog: no .json or .yaml file in it")
+        for file in files:
             relative = file.relative_to(path)
             folder = relative.parts[0] if len(relative.parts) > 1 else None
             _add_blobs(catalog, file, str(file), folder)
@@ -98,6 +102,9 @@ def load_catalog(location: str | Path) -> Catalog:
     if path.is_file():
         catalog = Catalog(path.stem if path.suffix in MANIFEST_SUFFIXES else path.name)
         _add_blobs(catalog, path, str(path), None)
+        if not catalog.blobs:  # a single file's read errors are unattributed (no package folder)
+            why = str(catalog.unattributed[0]) if catalog.unattributed else f"{path}: no blob"
+            raise CatalogError(f"not a File-Based Catalog: {why}")
         return catalog
     raise CatalogError(f"{path}: no such catalog file or directory")
 
