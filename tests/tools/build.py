@@ -18,8 +18,9 @@ are removed once a newer key is linked); where a binary cannot
 be built, ``bin/NAME.why`` says why in one line, and the tests that need it skip with that line.
 
 Exit codes: 0 when every binary is there, 1 when one could not be built (one ``build: NAME: reason`` line each on
-stderr), 2 on bad usage. A plain ``pytest`` never runs this: building takes minutes (about 9 for a kube-apiserver
-on 2 cores); when everything is cached it takes well under a second and prints only the bin directory.
+stderr), 2 on bad usage. A plain ``pytest`` never runs this: building takes minutes (about 8 for all five on 2
+cores with empty Go caches, module downloads included); when everything is cached it takes well under a second and
+prints only the bin directory.
 """
 
 from __future__ import annotations
