@@ -29,11 +29,15 @@ from celpy.adapter import json_to_cel
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
+from prometheus_client.metrics import MetricWrapperBase
 
+from webhook.controller.health import Metrics as ControllerMetrics
+from webhook.controller.status import FAILED, PENDING, PROGRESSING, SUCCEEDED
 from webhook.io.kube.cache import policy_resources
 from webhook.policy import evaluate
 from webhook.policy.loader import load_policy_set
 from webhook.policy.lookups import cluster_reads
+from webhook.serve.metrics import Metrics as WebhookMetrics
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "upgrade-gate"
@@ -54,6 +58,8 @@ THIRD_PARTY_KINDS = {
     ("cert-manager.io/v1", "Issuer"),
     ("cert-manager.io/v1", "Certificate"),
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
 }
 # The governed kinds (group, version, resource, scope) and the operations, per webhook.
 OPERATIONS = ["CREATE", "UPDATE"]
@@ -709,9 +715,13 @@ def test_no_credential_is_rendered_in_clear(rendered, variant):
 
 # --- NetworkPolicy and ServiceMonitor -----------------------------------------------------------------------------
 
+NETWORK_POLICIES = "NetworkPolicies and monitors around the webhook, the controller and the sync loop"
+ALERTS = "alerts and monitors, the scrapes admitted by the NetworkPolicies"
+WEBHOOK_ALERTS_ONLY = "alerts on the webhook alone, without the controller"
+
 
 def test_network_policies_admit_the_api_server_and_let_out_only_dns_api_and_git(rendered):
-    objects = rendered["NetworkPolicies and a ServiceMonitor around the webhook and the sync loop"]
+    objects = rendered[NETWORK_POLICIES]
     webhook_pods = pod_labels(find(objects, "Deployment", WEBHOOK))
     webhook = find(objects, "NetworkPolicy", WEBHOOK)["spec"]
     assert webhook["podSelector"]["matchLabels"].items() <= webhook_pods.items()
@@ -730,7 +740,7 @@ def test_network_policies_admit_the_api_server_and_let_out_only_dns_api_and_git(
 
 
 def test_the_service_monitor_scrapes_metrics_over_https_verified_by_the_serving_ca(rendered):
-    objects = rendered["NetworkPolicies and a ServiceMonitor around the webhook and the sync loop"]
+    objects = rendered[NETWORK_POLICIES]
     monitor = find(objects, "ServiceMonitor", WEBHOOK)
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
     assert monitor["spec"]["selector"]["matchLabels"] == find(objects, "Service", WEBHOOK)["spec"]["selector"]
@@ -742,6 +752,300 @@ def test_the_service_monitor_scrapes_metrics_over_https_verified_by_the_serving_
         "serverName": SERVICE_HOST,
         "ca": {"secret": {"name": TLS_SECRET, "key": "ca.crt"}},
     }
+
+
+# --- monitoring: the controller's PodMonitor and the alerts ---------------------------------------------------------
+
+# The parts of the Prometheus Operator's CRDs (monitoring.coreos.com/v1) the chart uses, strict: a misspelled or
+# misplaced field fails here as it would under the API server's strict field validation with the real CRDs.
+_DURATION = {
+    "type": "string",
+    "pattern": r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$",
+}
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+_METADATA = {"type": "object", "required": ["name", "namespace", "labels"], "properties": {"labels": _STRING_MAP}}
+
+
+def _object(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": properties, "additionalProperties": False}
+
+
+_RELABELING = _object(
+    ["action"],
+    sourceLabels={"type": "array", "items": {"type": "string"}},
+    separator={"type": "string"},
+    targetLabel={"type": "string"},
+    regex={"type": "string"},
+    replacement={"type": "string"},
+    action={"enum": ["replace", "keep", "drop", "hashmod", "labelmap", "labeldrop", "labelkeep"]},
+)
+POD_MONITOR_SCHEMA = _object(
+    ["apiVersion", "kind", "metadata", "spec"],
+    apiVersion={"const": "monitoring.coreos.com/v1"},
+    kind={"const": "PodMonitor"},
+    metadata=_METADATA,
+    spec=_object(
+        ["selector", "podMetricsEndpoints"],
+        namespaceSelector=_object(
+            [], any={"type": "boolean"}, matchNames={"type": "array", "items": {"type": "string"}}
+        ),
+        selector=_object(["matchLabels"], matchLabels=_STRING_MAP),
+        podMetricsEndpoints={
+            "type": "array",
+            "minItems": 1,
+            "items": _object(
+                ["port"],
+                port={"type": "string", "minLength": 1},
+                path={"type": "string", "pattern": "^/"},
+                scheme={"enum": ["http", "https"]},
+                interval=_DURATION,
+                scrapeTimeout=_DURATION,
+                relabelings={"type": "array", "items": _RELABELING},
+            ),
+        },
+    ),
+)
+PROMETHEUS_RULE_SCHEMA = _object(
+    ["apiVersion", "kind", "metadata", "spec"],
+    apiVersion={"const": "monitoring.coreos.com/v1"},
+    kind={"const": "PrometheusRule"},
+    metadata=_METADATA,
+    spec=_object(
+        ["groups"],
+        groups={
+            "type": "array",
+            "minItems": 1,
+            "items": _object(
+                ["name", "rules"],
+                name={"type": "string", "minLength": 1},
+                rules={
+                    "type": "array",
+                    "minItems": 1,
+                    "items": _object(
+                        ["alert", "expr", "labels", "annotations"],
+                        alert={"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                        expr={"type": "string", "minLength": 1},
+                        labels=_STRING_MAP,
+                        annotations=_object(
+                            ["summary", "description"],
+                            summary={"type": "string", "minLength": 1},
+                            description={"type": "string", "minLength": 1},
+                        ),
+                        **{"for": _DURATION},
+                    ),
+                },
+            ),
+        },
+    ),
+)
+
+# Each alert: its expression with the selectors of the webhook's series written {W} and the controller's {C} (as in
+# the chart README's table), its `for` and its severity.
+ALERTS_EXPECTED = {
+    "UpgradeGateWebhookDown": ("sum by (namespace, job) (up{W}) == 0 or absent(up{W})", "5m", "critical"),
+    "UpgradeGateFailClosed": (
+        "sum by (namespace, policy) (rate(upgrade_gate_fail_closed_total{W}[5m])) > 0", None, "warning"),
+    "UpgradeGatePolicyLoadFailed": (
+        "max by (namespace, pod) (upgrade_gate_policy_load_failed{W}) == 1", "10m", "warning"),
+    "UpgradeGateUnapprovedUpgrade": (
+        "sum by (namespace) (increase(upgrade_gate_controller_unapproved_upgrades_total{C}[15m])) > 0", None,
+        "critical"),
+    "UpgradeGateUpgradeHeldLong": (
+        'max by (namespace) (upgrade_gate_controller_revisions{C, state="progressing"} and on (instance) '
+        "(upgrade_gate_controller_leader{C} == 1)) > 0", "24h", "warning"),
+    "UpgradeGateControllerNotLeading": (
+        "sum by (namespace) (upgrade_gate_controller_leader{C}) == 0 or absent(upgrade_gate_controller_leader{C})",
+        "10m", "warning"),
+}  # fmt: skip
+WEBHOOK_SELECTOR = f'job="{WEBHOOK}", namespace="{NAMESPACE}"'
+CONTROLLER_SELECTOR = f'job="{CONTROLLER}", namespace="{NAMESPACE}"'
+# Labels Prometheus adds to every series of a target (the Prometheus Operator's monitors), not the code.
+TARGET_LABELS = {"job", "namespace", "pod", "instance", "container", "endpoint", "service"}
+# PromQL's keywords, which are not series.
+_PROMQL_WORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right", "bool"}
+
+
+def _exported(metrics: object) -> dict[str, set[str]]:
+    """The series a ``Metrics`` object of the code exposes on /metrics, each with its label names (a counter as
+    ``<name>_total``, a histogram as its ``_bucket``, ``_sum`` and ``_count``)."""
+    suffixes = {"counter": ["_total"], "gauge": [""], "histogram": ["_bucket", "_sum", "_count"]}
+    series: dict[str, set[str]] = {}
+    for collector in vars(metrics).values():
+        if isinstance(collector, MetricWrapperBase):
+            for suffix in suffixes[str(collector._type)]:
+                series[collector._name + suffix] = set(collector._labelnames) | (
+                    {"le"} if suffix == "_bucket" else set()
+                )
+    return series
+
+
+WEBHOOK_SERIES = {**_exported(WebhookMetrics()), "up": set()}  # up: Prometheus' own series of each scrape
+CONTROLLER_SERIES = _exported(ControllerMetrics())
+# The values of upgrade_gate_controller_revisions' state label: the states of webhook.controller.status, and unknown
+# for a revision without a status yet.
+REVISION_STATES = {PENDING, PROGRESSING, SUCCEEDED, FAILED, "unknown"}
+
+
+def promql_findings(expr: str) -> list[str]:
+    """What in ``expr`` the code does not back: a series neither the webhook nor the controller exports, a selector
+    without the job and namespace of the monitor that scrapes the series, a label the series does not carry, a
+    revision state the controller does not report."""
+    findings: list[str] = []
+    selected: set[str] = set()
+    series_labels: set[str] = set(TARGET_LABELS)
+    for name, body in re.findall(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}", expr):
+        selected.add(name)
+        exporter, job = (WEBHOOK_SERIES, WEBHOOK) if name in WEBHOOK_SERIES else (CONTROLLER_SERIES, CONTROLLER)
+        if name not in exporter:
+            findings.append(f"{name}: not exported by the webhook or the controller")
+            continue
+        series_labels |= exporter[name]
+        matchers = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"([^"]*)"', body))
+        if (matchers.get("job"), matchers.get("namespace")) != (job, NAMESPACE):
+            findings.append(f"{name}: not selected by job={job!r} and namespace={NAMESPACE!r}")
+        for label, value in matchers.items():
+            if label not in exporter[name] | TARGET_LABELS:
+                findings.append(f"{name}: has no label {label}")
+            if name == "upgrade_gate_controller_revisions" and label == "state" and value not in REVISION_STATES:
+                findings.append(f"{name}: the controller reports no state {value!r}")
+    bare = re.sub(r'"[^"]*"|\{[^}]*\}|\[[^\]]*\]', " ", expr)
+    for grouping in re.findall(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)", bare):
+        for label in (g.strip() for g in grouping.split(",")):
+            if label not in series_labels:
+                findings.append(f"grouping by {label}: no series of the expression has it")
+    bare = re.sub(r"\b(?:by|without|on|ignoring)\s*\([^)]*\)", " ", bare)
+    for word in re.findall(r"\b[a-zA-Z_:][a-zA-Z0-9_:]*\b(?!\s*\()", bare):
+        if word not in _PROMQL_WORDS and word not in selected:
+            findings.append(f"{word}: a series without a selector")
+    if not selected:
+        findings.append("no series")
+    return findings
+
+
+def _normalized(expr: str) -> str:
+    text = re.sub(r"\s+", " ", expr).replace("( ", "(").replace(" )", ")")
+    return text.replace(WEBHOOK_SELECTOR, "W").replace(CONTROLLER_SELECTOR, "C")
+
+
+def alert_rules(objects: list[Manifest]) -> dict[str, Manifest]:
+    rule = find(objects, "PrometheusRule", FULLNAME)
+    return {r["alert"]: r for group in rule["spec"]["groups"] for r in group["rules"]}
+
+
+def test_the_alerts_are_the_expected_ones(rendered):
+    rule = find(rendered[ALERTS], "PrometheusRule", FULLNAME)
+    jsonschema.validate(rule, PROMETHEUS_RULE_SCHEMA)
+    assert rule["metadata"]["labels"]["release"] == "prometheus"
+    assert [g["name"] for g in rule["spec"]["groups"]] == ["upgrade-gate.webhook", "upgrade-gate.controller"]
+    rules = alert_rules(rendered[ALERTS])
+    assert {name: (_normalized(r["expr"]), r.get("for"), r["labels"]["severity"]) for name, r in rules.items()} == (
+        ALERTS_EXPECTED
+    )
+    for name, r in rules.items():
+        assert r["labels"] == {"severity": ALERTS_EXPECTED[name][2], "team": "platform"}
+
+
+@pytest.mark.parametrize("alert", ALERTS_EXPECTED, ids=lambda a: f"{a} selects only series the code exports")
+def test_every_alert_selects_series_the_code_exports(rendered, alert):
+    assert promql_findings(alert_rules(rendered[ALERTS])[alert]["expr"]) == []
+
+
+def test_the_series_check_is_not_vacuous():
+    assert promql_findings(f"rate(upgrade_gate_fail_closed{{{WEBHOOK_SELECTOR}}}[5m]) > 0") == [
+        "upgrade_gate_fail_closed: not exported by the webhook or the controller"  # a counter is read as _total
+    ]
+    assert promql_findings(f'upgrade_gate_controller_revisions{{{CONTROLLER_SELECTOR}, state="Progressing"}}') == [
+        "upgrade_gate_controller_revisions: the controller reports no state 'Progressing'"
+    ]
+    assert promql_findings(f'upgrade_gate_controller_leader{{job="{WEBHOOK}", namespace="{NAMESPACE}"}} == 0') == [
+        f"upgrade_gate_controller_leader: not selected by job={CONTROLLER!r} and namespace={NAMESPACE!r}"
+    ]
+    assert promql_findings(f"sum by (policy) (upgrade_gate_policy_load_failed{{{WEBHOOK_SELECTOR}}})") == [
+        "grouping by policy: no series of the expression has it"
+    ]
+    assert promql_findings("absent(upgrade_gate_controller_leader)") == [
+        "upgrade_gate_controller_leader: a series without a selector",
+        "no series",
+    ]
+
+
+@pytest.mark.parametrize("alert", ALERTS_EXPECTED, ids=lambda a: f"{a} says what happened and what to check")
+def test_every_alert_says_what_to_check(rendered, alert):
+    rule = alert_rules(rendered[ALERTS])[alert]
+    annotations = rule["annotations"]
+    assert "kubectl" in annotations["description"]
+    # Prometheus' templates survive Helm's, and name only labels the expression keeps.
+    kept = set(re.findall(r"\bby \(([^)]*)\)", rule["expr"])[0].replace(" ", "").split(","))
+    for text in annotations.values():
+        assert "{{ ." not in text
+        assert set(re.findall(r"\{\{ \$labels\.(\w+) \}\}", text)) <= kept
+
+
+def test_the_chart_readme_lists_every_alert_with_its_expression():
+    rows = [line.strip("|").split("|") for line in (CHART / "README.md").read_text().splitlines()]
+    table = {
+        cells[0].strip().strip("`"): (cells[1].strip().strip("`"), cells[2].strip() or None, cells[3].strip())
+        for cells in rows
+        if len(cells) == 4 and cells[0].strip().startswith("`UpgradeGate")
+    }
+    assert table == ALERTS_EXPECTED
+
+
+def test_without_the_controller_only_the_webhook_alerts_are_rendered(rendered):
+    objects = rendered[WEBHOOK_ALERTS_ONLY]
+    assert set(alert_rules(objects)) == {
+        "UpgradeGateWebhookDown",
+        "UpgradeGateFailClosed",
+        "UpgradeGatePolicyLoadFailed",
+    }
+    assert not [o for o in objects if o["kind"] == "PodMonitor"]
+
+
+def test_the_pod_monitor_scrapes_the_controllers_metrics_on_the_pod_ip(rendered):
+    objects = rendered[ALERTS]
+    monitor = find(objects, "PodMonitor", CONTROLLER)
+    jsonschema.validate(monitor, POD_MONITOR_SCHEMA)
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    controller = find(objects, "Deployment", CONTROLLER)
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod_labels(controller).items()
+    assert not selector.items() <= pod_labels(find(objects, "Deployment", WEBHOOK)).items()
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    c = container(controller["spec"]["template"]["spec"])
+    (port,) = [p for p in c["ports"] if p["name"] == endpoint["port"]]
+    assert port["containerPort"] == 8081 == int(env_of(c)["UPGRADE_GATE_HEALTH_PORT"])
+    assert env_of(c)["UPGRADE_GATE_HEALTH_HOST"] == "0.0.0.0"  # the binary's default, 127.0.0.1, cannot be scraped
+    assert (endpoint["path"], endpoint["scheme"]) == ("/metrics", "http")
+    # The job label the controller's alerts select.
+    assert endpoint["relabelings"] == [{"action": "replace", "targetLabel": "job", "replacement": CONTROLLER}]
+
+
+def test_the_service_monitor_gives_the_webhook_series_the_job_the_alerts_select(rendered):
+    objects = rendered[ALERTS]
+    monitor = find(objects, "ServiceMonitor", WEBHOOK)
+    service = find(objects, "Service", WEBHOOK)
+    assert "jobLabel" not in monitor["spec"]  # so the job label is the Service's name
+    assert service["metadata"]["name"] == WEBHOOK
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+
+
+def test_the_network_policies_admit_the_scrapes(rendered):
+    objects = rendered[ALERTS]
+    https = [{"port": "https", "protocol": "TCP"}]
+    assert find(objects, "NetworkPolicy", WEBHOOK)["spec"]["ingress"] == [
+        {"ports": https, "from": [{"ipBlock": {"cidr": "10.0.0.0/16"}}]},
+        {
+            "ports": https,
+            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        },
+    ]
+    (endpoint,) = find(objects, "ServiceMonitor", WEBHOOK)["spec"]["endpoints"]
+    assert find(objects, "Service", WEBHOOK)["spec"]["ports"][0]["targetPort"] == endpoint["port"] == "https"
+    # The controller's health port admits any source: the kubelet's probes and the PodMonitor's scrapes.
+    assert find(objects, "NetworkPolicy", CONTROLLER)["spec"]["ingress"] == [
+        {"ports": [{"port": 8081, "protocol": "TCP"}]}
+    ]
 
 
 # --- the ClusterExtensionRevision CRD -------------------------------------------------------------------------------
