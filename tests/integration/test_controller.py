@@ -293,11 +293,14 @@ def test_a_revision_goes_from_pending_approval_to_held_by_the_gate_to_succeeded(
     assert "held by the freeze window" in denial
     report = f'error for resolved bundle "ctl-a.v1.28.0" with version "1.28.0": {denial}'
     extension_status(olm, "ctl-a", "1.27.1", ("True", "Retrying", report))
-    until(lambda: report in conditions(olm, "ctl-a-1.28.0")["Progressing"]["message"], "the denial on the revision")
-    assert summary(olm, "ctl-a-1.28.0")["Progressing"] == ("True", "Upgrading")
+    sentence = denial.rsplit("denied request: ", 1)[1]  # the policy's own words, said once
+    assert sentence.startswith("upgrade of ctl-a from 1.27.1 to 1.28.0 is approved but held by the freeze window")
+    until(lambda: conditions(olm, "ctl-a-1.28.0")["Progressing"]["message"] == sentence, "the hold on the revision")
+    assert summary(olm, "ctl-a-1.28.0")["Progressing"] == ("True", "Held")
+    assert revision(olm, "ctl-a-1.28.0")["status"]["state"] == "Held"  # type: ignore[index]
     until(lambda: events(olm, "ctl-a-1.28.0", "UpgradeHeld"), "the UpgradeHeld Event")
     (held,) = events(olm, "ctl-a-1.28.0", "UpgradeHeld")
-    assert held["type"] == "Warning" and report in held["note"]
+    assert held["type"] == "Warning" and held["note"] == sentence
 
     extension_status(olm, "ctl-a", "1.28.0", ("True", "Succeeded", "Desired state reached"))
     until(lambda: summary(olm, "ctl-a-1.28.0") == {"example.com/Scanned": ("True", "Clean"), **SUCCEEDED}, "succeeded")

@@ -191,7 +191,8 @@ def test_an_approved_upgrade_waits_out_a_freeze_window(olm: Olm, gate: Webhook, 
             found = olm.kube().get(EXTENSIONS, "ClusterExtensionRevision", "freeze-1.1.0") or {}
             conditions = {c["type"]: c for c in found.get("status", {}).get("conditions", [])}
             progressing = conditions.get("Progressing", {})
-            return progressing.get("reason") == "Upgrading" and held in progressing.get("message", "")
+            said_once = progressing.get("message") == held  # the policy's sentence, not the admission chain
+            return found.get("status", {}).get("state") == "Held" and progressing.get("reason") == "Held" and said_once
 
         wait_for(revision_held, "the hold on the revision's status", timeout=30)
         assert olm.installed("freeze") == "1.0.0"

@@ -9,7 +9,7 @@ reason             type     when
 UpgradeAvailable   Normal   the first status of a revision that waits for approval or is progressing
 Approved           Normal   ``Approved`` becomes True
 ApprovalReset      Normal   ``Approved`` was True and is not any more (a newer version reset it)
-UpgradeHeld        Warning  operator-controller reports a (new) refusal of the upgrade: the gate's message
+UpgradeHeld        Warning  operator-controller reports a (new) refusal of the approved upgrade: the gate's message
 Succeeded          Normal   the installed bundle reached the revision's version
 Failed             Warning  the revision failed (its ClusterExtension is gone, or the upgrade is blocked)
 =================  =======  =========================================================================
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.conditions import find_condition
-from webhook.controller.status import FAILED, PENDING, PROGRESSING, SUCCEEDED, Assessment, state_of
+from webhook.controller.status import FAILED, HELD, PENDING, PROGRESSING, SUCCEEDED, Assessment, state_of
 
 NORMAL, WARNING = "Normal", "Warning"
 
@@ -44,8 +44,9 @@ def notices(name: str, before: Sequence[Mapping[str, Any]] | None, assessment: A
     old_state = state_of(before)
     was_approved = (find_condition(before, "Approved") or {}).get("status") == "True"
     found: list[Notice] = []
-    if old_state is None and assessment.state in (PENDING, PROGRESSING):
-        found.append(Notice(NORMAL, "UpgradeAvailable", "Propose", f"{assessment.message} ({name})"))
+    if old_state is None and assessment.state in (PENDING, PROGRESSING, HELD):
+        note = assessment.message if name in assessment.message else f"{assessment.message} ({name})"
+        found.append(Notice(NORMAL, "UpgradeAvailable", "Propose", note))
     if assessment.approved and not was_approved:
         found.append(Notice(NORMAL, "Approved", "Approve", f"ClusterExtensionRevision {name} {assessment.approval[1]}"))
     if not assessment.approved and was_approved:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from webhook.controller.status import PROGRESSING, Assessment
+from webhook.controller.status import HELD, Assessment
 
 RETRY_ANNOTATION = "upgrade-gate.io/retry-for"
 
@@ -40,7 +40,7 @@ def retry_due(
         return None
     annotations = (extension.get("metadata") or {}).get("annotations") or {}
     for revision, assessment in sorted(assessed, key=lambda pair: str((pair[0].get("metadata") or {}).get("name"))):
-        if assessment.approved and assessment.state == PROGRESSING and assessment.held:
+        if assessment.state == HELD:
             token = approval_token(revision)
             return None if annotations.get(RETRY_ANNOTATION) == token else (revision, token)
     return None

@@ -46,7 +46,7 @@ from webhook.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
 
-_STATES = ("pending approval", "progressing", "succeeded", "failed", "unknown")
+_STATES = ("pending approval", "progressing", "held", "succeeded", "failed", "unknown")
 
 
 class EventsOverApi:

@@ -7,6 +7,9 @@ controller; every other condition type belongs to someone else and is kept in it
   Progressing, Succeeded and Ready False ``PendingApproval``;
 * progressing: Approved True ``Approved``, Progressing True ``Upgrading``, Succeeded False ``Upgrading``,
   Reconciling True ``Upgrading``, Ready False ``Upgrading``;
+* held: Approved True ``Approved``, Progressing True ``Held``, Succeeded False ``Held``, Ready False ``Held``; no
+  ``Reconciling``: like a pending approval, a hold waits on people or a window, so kstatus reads it Current and a
+  Flux Kustomization that waits for health is not held up for the days a freeze may last;
 * succeeded: Approved True ``Approved``, Progressing False ``Succeeded``, Succeeded True ``Succeeded``,
   Reconciling False ``Succeeded``, Ready True ``Succeeded``;
 * failed: Approved True ``Approved``, Progressing, Succeeded and Ready False ``Failed``, Stalled True ``Failed``.
@@ -22,9 +25,11 @@ operator-controller writes its status; ``reference/olm-apply-path.md``):
 * **failed** when the ClusterExtension does not exist, or operator-controller reports a terminal error
   (``Progressing`` reason ``Blocked``) for an approved revision;
 * **pending approval** while ``spec.approved`` is not true;
-* **progressing** otherwise. While operator-controller retries (``Progressing`` reason ``Retrying``: the gate
-  denied its upgrade write, or anything else went wrong), its message is the revision's message, so
-  ``kubectl get clusterextensionrevisions`` shows why the upgrade is held.
+* **held** while operator-controller retries the approved upgrade (``Progressing`` reason ``Retrying``: the gate
+  denied its upgrade write, say for a freeze window, or anything else went wrong): the message is the reason, once
+  (the gate's own sentence where the denial carries one, not the admission chain around it), so
+  ``kubectl get clusterextensionrevisions`` shows why the upgrade waits;
+* **progressing** otherwise.
 """
 
 from __future__ import annotations
@@ -39,17 +44,28 @@ from webhook.errors import InvalidVersion
 from webhook.objects import KubeObject
 from webhook.olm import VersionRelease
 
-PENDING, PROGRESSING, SUCCEEDED, FAILED = "pending approval", "progressing", "succeeded", "failed"
+PENDING, PROGRESSING, HELD = "pending approval", "progressing", "held"
+SUCCEEDED, FAILED = "succeeded", "failed"
 APPROVED, PENDING_APPROVAL, APPROVAL_RESET = "Approved", "PendingApproval", "ApprovalReset"
-UPGRADING, SUCCEEDED_REASON, FAILED_REASON = "Upgrading", "Succeeded", "Failed"
+UPGRADING, HELD_REASON, SUCCEEDED_REASON, FAILED_REASON = "Upgrading", "Held", "Succeeded", "Failed"
 MAX_MESSAGE = 32768
 OWNED = ("Approved", "Progressing", "Succeeded", "Reconciling", "Stalled", "Ready")
 
-_STATE_NAMES = {PENDING: "PendingApproval", PROGRESSING: "Progressing", SUCCEEDED: "Succeeded", FAILED: "Failed"}
+_STATE_NAMES = {
+    PENDING: "PendingApproval",
+    PROGRESSING: "Progressing",
+    HELD: "Held",
+    SUCCEEDED: "Succeeded",
+    FAILED: "Failed",
+}
+#: What precedes the reason in a denial: a ValidatingAdmissionPolicy's own (``... with binding 'b' denied request:
+#: <message>``), then an admission webhook's (``admission webhook "w" denied the request: <message>``).
+_DENIALS = ("denied request: ", "denied the request: ")
 # state -> (status, reason) of Progressing, Succeeded, Reconciling, Stalled, Ready; None = absent.
 _CONTRACT: dict[str, tuple[tuple[str, str] | None, ...]] = {
     PENDING: (("False", PENDING_APPROVAL), ("False", PENDING_APPROVAL), None, None, ("False", PENDING_APPROVAL)),
     PROGRESSING: (("True", UPGRADING), ("False", UPGRADING), ("True", UPGRADING), None, ("False", UPGRADING)),
+    HELD: (("True", HELD_REASON), ("False", HELD_REASON), None, None, ("False", HELD_REASON)),
     SUCCEEDED: (
         ("False", SUCCEEDED_REASON),
         ("True", SUCCEEDED_REASON),
@@ -71,8 +87,8 @@ _CONTRACT: dict[str, tuple[tuple[str, str] | None, ...]] = {
 class Assessment:
     """What a revision's state is and why: ``state`` (one of the four), ``message`` (the state's message on
     Progressing, Succeeded, Reconciling, Stalled and Ready), ``approved`` and ``approval`` (the reason and message
-    of ``Approved``), and ``held``: operator-controller's own ``Progressing`` message while it retries the
-    upgrade (the gate's denial), else ``None``; ``installed``: the ClusterExtension's installed version."""
+    of ``Approved``), and ``held``: why operator-controller's retries of the approved upgrade are refused (the
+    gate's own message), else ``None``; ``installed``: the ClusterExtension's installed version."""
 
     state: str
     message: str
@@ -126,19 +142,29 @@ def assess(revision: Mapping[str, Any], extension: Mapping[str, Any] | None) -> 
     if installed is not None and reached(installed, version):
         past = "" if installed.strip() == version.strip() else f" (installed {installed})"
         return Assessment(SUCCEEDED, f"{owner} upgraded to {version}{past}", approved, approval, None, installed)
-    held = report if reason == "Retrying" and report else None
+    retrying = reason == "Retrying" and report
     moving = f"{owner} from {installed or 'nothing installed'} to {version}"
     if not approved:
         message = f"upgrade of {moving} is waiting for approval: approve ClusterExtensionRevision {name}"
-        message += f"; ClusterExtension {owner}: {held}" if held else ""
-        return Assessment(PENDING, message, approved, approval, held, installed)
+        return Assessment(PENDING, message, approved, approval, None, installed)
     if reason == "Blocked":
         message = f"upgrade of {moving} failed: ClusterExtension {owner}: {report}"
         return Assessment(FAILED, message, approved, approval, None, installed)
-    if held:
-        message = f"upgrade of {moving} is held: ClusterExtension {owner}: {held}"
-        return Assessment(PROGRESSING, message, approved, approval, held, installed)
+    if retrying:
+        held = held_reason(report)
+        message = held if held.startswith(f"upgrade of {owner} ") else f"upgrade of {moving} is held: {held}"
+        return Assessment(HELD, message, approved, approval, held, installed)
     return Assessment(PROGRESSING, f"upgrading {moving}", approved, approval, None, installed)
+
+
+def held_reason(report: str) -> str:
+    """Why operator-controller's retry was refused, said once: the policy's own message after the last
+    ``denied request:`` (else after an admission webhook's ``denied the request:``), or the whole report when it is
+    no admission denial."""
+    for marker in _DENIALS:
+        if marker in report:
+            return report.rsplit(marker, 1)[1].strip()
+    return report
 
 
 def _approval(revision: Mapping[str, Any], approved: bool) -> tuple[str, str]:
@@ -201,4 +227,7 @@ def state_of(conditions: Sequence[Mapping[str, Any]] | None) -> str | None:
         return FAILED
     if found["Progressing"] is None:
         return None
-    return PROGRESSING if found["Progressing"] == "True" else PENDING
+    if found["Progressing"] != "True":
+        return PENDING
+    held = (find_condition(conditions, "Progressing") or {}).get("reason") == HELD_REASON
+    return HELD if held else PROGRESSING
