@@ -192,7 +192,8 @@ def test_an_approved_upgrade_waits_out_a_freeze_window(olm: Olm, gate: Webhook, 
             conditions = {c["type"]: c for c in found.get("status", {}).get("conditions", [])}
             progressing = conditions.get("Progressing", {})
             said_once = progressing.get("message") == held  # the policy's sentence, not the admission chain
-            return found.get("status", {}).get("state") == "Held" and progressing.get("reason") == "Held" and said_once
+            state: str = found.get("status", {}).get("state", "")
+            return state == "Held" and progressing.get("reason") == "Held" and said_once
 
         wait_for(revision_held, "the hold on the revision's status", timeout=30)
         assert olm.installed("freeze") == "1.0.0"

@@ -20,8 +20,10 @@ because no shared loader exists yet in ``webhook.io.kube``. Every API failure ra
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import threading
+import urllib.parse
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -145,6 +147,159 @@ class Cluster:
             for item in (answer or {}).get("items") or []
         ]
         return sorted(items, key=lambda item: str((item.get("metadata") or {}).get("name")))
+
+    # What ``upgrade-gate doctor`` reads (``webhook.controller.doctor``): plain JSON dicts, as the API serves them.
+    # Plain GETs through the ApiClient (its authentication and TLS), not the generated API classes: importing those
+    # costs about a second per command run, the requests themselves a few milliseconds.
+
+    #: ``Accept`` of a list as ``PartialObjectMetadataList``: every item's metadata, nothing else.
+    _METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+    #: Seconds each of these reads may take: (connect, read).
+    _READ_TIMEOUT_S = (5, 30)
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: Path | None = None) -> Cluster:
+        """A ``Cluster`` over ``kubeconfig`` when one is given (it wins over the in-cluster configuration, as
+        kubectl's ``--kubeconfig`` does), else over ``connect()``'s configuration (in-cluster, ``KUBECONFIG``,
+        ``~/.kube/config``).
+
+        Raises ``InputError`` (``no cluster configuration: <why>``, one line) when no configuration loads,
+        including a file that is not a kubeconfig (not YAML, not a mapping, an unknown context): the client's
+        loader raises ``TypeError`` or YAML errors for those, which are turned into that one line here.
+        """
+        try:
+            if kubeconfig is None:
+                return cls(connect())
+            configuration = client.Configuration()
+            config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
+            return cls(client.ApiClient(configuration))
+        except ClusterError as error:
+            raise InputError(" ".join(str(error).split())) from None
+        except (ConfigException, OSError) as error:
+            reason = " ".join(str(error).split())
+            where = "" if str(kubeconfig) in reason else f"{kubeconfig}: "
+            raise InputError(f"no cluster configuration: {where}{reason}") from None
+        except Exception as error:  # the loader on a file that is no kubeconfig: yaml.YAMLError, TypeError, ...
+            reason = " ".join(str(error).split())
+            named = kubeconfig if kubeconfig is not None else "the kubeconfig ($KUBECONFIG or ~/.kube/config)"
+            raise InputError(f"no cluster configuration: {named} is not a kubeconfig: {reason}") from None
+
+    def deployments(self, *, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]:
+        """The ``apps/v1`` Deployments of every namespace that match ``label_selector`` and ``field_selector``
+        (e.g. ``metadata.name=NAME``), each with its ``apiVersion`` and ``kind``, sorted by namespace and name."""
+        query = [("labelSelector", label_selector), ("fieldSelector", field_selector)]
+        answer = self._get_json("list deployments", "/apis/apps/v1/deployments", [(k, v) for k, v in query if v])
+        return self._items(answer, "apps/v1", "Deployment")
+
+    def secret_metadata(self, label_selector: str) -> list[dict[str, Any]]:
+        """The metadata (as ``PartialObjectMetadata``: no ``data``, no ``type``) of the Secrets of every namespace
+        labelled ``label_selector``, sorted by namespace and name. Metadata only keeps release payloads and
+        credentials off the wire; RBAC still asks for ``list`` on ``secrets``."""
+        what, query = f"list secrets {label_selector}", [("labelSelector", label_selector)]
+        answer = self._get_json(what, "/api/v1/secrets", query, accept=self._METADATA_LIST)
+        return self._items(answer, "v1", "Secret")
+
+    def cluster_object_set_metadata(self, label_selector: str) -> list[dict[str, Any]] | None:
+        """The metadata of the ``ClusterObjectSets`` (``olm.operatorframework.io/v1``, written by OLM v1's
+        Boxcutter applier) labelled ``label_selector``, sorted by name; ``None`` when the cluster does not
+        serve the kind."""
+        answer = self._get_json(
+            f"list clusterobjectsets {label_selector}",
+            f"/apis/{OLM_GROUP}/{OLM_VERSION}/clusterobjectsets",
+            [("labelSelector", label_selector)],
+            accept=self._METADATA_LIST,
+            missing_ok=True,
+        )
+        return None if answer is None else self._items(answer, f"{OLM_GROUP}/{OLM_VERSION}", "ClusterObjectSet")
+
+    def validating_webhook_configurations(self) -> list[dict[str, Any]]:
+        """Every ``admissionregistration.k8s.io/v1`` ValidatingWebhookConfiguration, sorted by name."""
+        path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+        answer = self._get_json("list validatingwebhookconfigurations", path)
+        return self._items(answer, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration")
+
+    def custom_resource_definition(self, name: str) -> dict[str, Any] | None:
+        """The CustomResourceDefinition ``name`` (``plural.group``), or ``None``."""
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{self._segment(name)}"
+        return self._get_json(f"get customresourcedefinition {name}", path, missing_ok=True)
+
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ConfigMap ``namespace/name``, or ``None``."""
+        path = f"/api/v1/namespaces/{self._segment(namespace)}/configmaps/{self._segment(name)}"
+        return self._get_json(f"get configmap {namespace}/{name}", path, missing_ok=True)
+
+    def namespace(self, name: str) -> dict[str, Any] | None:
+        """The Namespace ``name`` (its labels are what a webhook's ``namespaceSelector`` matches), or ``None``."""
+        return self._get_json(f"get namespace {name}", f"/api/v1/namespaces/{self._segment(name)}", missing_ok=True)
+
+    def service_proxy_get(
+        self, namespace: str, service: str, port: int | str, path: str, *, scheme: str = "https", timeout_s: float = 5
+    ) -> dict[str, Any]:
+        """GET ``path`` of the Service ``namespace/service`` through the API server's service proxy
+        (``/api/v1/namespaces/NS/services/SCHEME:NAME:PORT/proxy/PATH``; the API server does not verify the
+        backend's certificate there), as ``{"status": int, "body": str}``: whatever the API server answers,
+        its own refusals included (403: RBAC grants no ``get`` on ``services/proxy``; 503: no ready endpoint;
+        404: no such Service), whose ``body`` is then the Status ``message``. Raises ``ClusterError`` only when
+        the API server itself cannot be reached."""
+        target = self._segment(f"{scheme}:{service}:{port}")
+        proxy = f"/api/v1/namespaces/{self._segment(namespace)}/services/{target}/proxy"
+        what = f"GET {path} of service {namespace}/{service} through the API server's proxy"
+        status, reason, data = self._get(what, f"{proxy}/{path.lstrip('/')}", [], "*/*", timeout_s)
+        body = data.decode("utf-8", "replace")
+        return {"status": status, "body": body if status < 400 else self._status_message(body, reason)}
+
+    def _get(
+        self, what: str, path: str, query: list[tuple[str, str]], accept: str, timeout: Any
+    ) -> tuple[int, str, bytes]:
+        """GET ``path`` with the client's authentication: ``(status, reason, body)``, whatever the status.
+        Raises ``ClusterError`` naming ``what`` when the API server cannot be reached."""
+        method, url, headers, _, _ = self._api.param_serialize(
+            "GET", path, query_params=query, header_params={"Accept": accept}, auth_settings=["BearerToken"]
+        )
+        answer = _call(what, self._api.call_api, method, url, header_params=headers, _request_timeout=timeout)
+        response = answer.response
+        return int(answer.status), str(response.reason or ""), bytes(response.data or b"")
+
+    def _get_json(
+        self,
+        what: str,
+        path: str,
+        query: list[tuple[str, str]] | None = None,
+        *,
+        accept: str = "application/json",
+        missing_ok: bool = False,
+    ) -> dict[str, Any] | None:
+        """The JSON the API serves at ``path``; ``None`` for HTTP 404 with ``missing_ok`` (no such object, or a kind
+        the cluster does not serve). Other failures raise ``ClusterError``: ``<what>: <status> <reason>``, as
+        ``_call`` words them."""
+        status, reason, data = self._get(what, path, query or [], accept, self._READ_TIMEOUT_S)
+        if status == 404 and missing_ok:
+            return None
+        if status >= 400:
+            raise ClusterError(f"{what}: {status} {reason}")
+        return dict(json.loads(data))
+
+    @staticmethod
+    def _items(answer: Mapping[str, Any] | None, api_version: str, kind: str) -> list[dict[str, Any]]:
+        """The items of a list (``None``: none), each with ``api_version`` and ``kind`` (a list omits them), sorted
+        by namespace and name."""
+        items = (answer or {}).get("items") or []
+        found = [{**item, "apiVersion": api_version, "kind": kind} for item in items]
+        return sorted(found, key=lambda item: (item["metadata"].get("namespace", ""), item["metadata"]["name"]))
+
+    @staticmethod
+    def _segment(text: str) -> str:
+        """``text`` as one URL path segment (``:`` kept, as in ``https:NAME:443``)."""
+        return urllib.parse.quote(text, safe=":")
+
+    @staticmethod
+    def _status_message(body: str, reason: str) -> str:
+        """The ``message`` of a ``metav1.Status`` body, else the body itself on one line, else ``reason``."""
+        try:
+            message = json.loads(body).get("message")
+        except (ValueError, AttributeError):
+            message = None
+        return str(message or " ".join(body.split()) or reason)
 
 
 class LeaseElector:
