@@ -75,3 +75,11 @@ def test_a_lease_namespace_that_does_not_exist_is_bad_input_in_one_line(apiserve
         'upgrade-gate: namespace "nowhere" does not exist: the Lease upgrade-gate-controller is kept there '
         "(POD_NAMESPACE); create the namespace, set POD_NAMESPACE, or turn leader election off\n"
     )
+
+
+def test_a_file_that_is_no_kubeconfig_is_named_in_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "kubeconfig"
+    broken.write_text("- just\n- a list\n")
+    code, stdout, err = _run(KUBECONFIG=str(broken))
+    assert (code, stdout) == (1, "")
+    assert err.startswith(f"upgrade-gate: no cluster configuration: {broken}") and err.count("\n") == 1

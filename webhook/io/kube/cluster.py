@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import os
 import threading
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -46,21 +47,34 @@ PLACEMENT_LABEL = "cluster.open-cluster-management.io/placement"
 log = logging.getLogger(__name__)
 
 
-def connect(kubeconfig: Path | None = None) -> Any:
-    """An ``ApiClient``: in-cluster configuration when running in a pod, else the kubeconfig.
+def connect(kubeconfig: Path | None = None, *, in_cluster_first: bool = True) -> Any:
+    """An ``ApiClient``: the in-cluster configuration when running in a pod, else the kubeconfig (``kubeconfig``,
+    ``$KUBECONFIG``, ``~/.kube/config``). With ``in_cluster_first=False`` a given ``kubeconfig`` wins, as kubectl's
+    ``--kubeconfig`` does.
 
-    Raises ``ClusterError`` when neither is available.
+    Raises ``ClusterError`` (``no cluster configuration: <file>: <why>``, one line) when no configuration loads,
+    including a file that is no kubeconfig (not YAML, not a mapping, an unknown context: the client's loader raises
+    ``TypeError`` or YAML errors for those).
     """
     configuration = client.Configuration()
-    try:
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except ConfigException:
+    if in_cluster_first or kubeconfig is None:
         try:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=str(kubeconfig) if kubeconfig else None, client_configuration=configuration
-            )
-        except (ConfigException, OSError) as error:
-            raise ClusterError(f"no cluster configuration: {error}") from None
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            return client.ApiClient(configuration)
+        except ConfigException:
+            pass
+    named = str(kubeconfig) if kubeconfig else os.environ.get("KUBECONFIG") or "~/.kube/config"
+    try:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig) if kubeconfig else None, client_configuration=configuration
+        )
+    except (ConfigException, OSError) as error:
+        reason = " ".join(str(error).split())
+        where = "" if named in reason else f"{named}: "
+        raise ClusterError(f"no cluster configuration: {where}{reason}") from None
+    except Exception as error:  # the loader on a file that is no kubeconfig: yaml.YAMLError, TypeError, ...
+        reason = " ".join(str(error).split())
+        raise ClusterError(f"no cluster configuration: {named} is not a kubeconfig: {reason}") from None
     return client.ApiClient(configuration)
 
 
@@ -161,28 +175,11 @@ class Cluster:
     def from_kubeconfig(cls, kubeconfig: Path | None = None) -> Cluster:
         """A ``Cluster`` over ``kubeconfig`` when one is given (it wins over the in-cluster configuration, as
         kubectl's ``--kubeconfig`` does), else over ``connect()``'s configuration (in-cluster, ``KUBECONFIG``,
-        ``~/.kube/config``).
-
-        Raises ``InputError`` (``no cluster configuration: <why>``, one line) when no configuration loads,
-        including a file that is not a kubeconfig (not YAML, not a mapping, an unknown context): the client's
-        loader raises ``TypeError`` or YAML errors for those, which are turned into that one line here.
-        """
+        ``~/.kube/config``). Raises ``InputError`` with ``connect()``'s one line when no configuration loads."""
         try:
-            if kubeconfig is None:
-                return cls(connect())
-            configuration = client.Configuration()
-            config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
-            return cls(client.ApiClient(configuration))
+            return cls(connect(kubeconfig, in_cluster_first=kubeconfig is None))
         except ClusterError as error:
-            raise InputError(" ".join(str(error).split())) from None
-        except (ConfigException, OSError) as error:
-            reason = " ".join(str(error).split())
-            where = "" if str(kubeconfig) in reason else f"{kubeconfig}: "
-            raise InputError(f"no cluster configuration: {where}{reason}") from None
-        except Exception as error:  # the loader on a file that is no kubeconfig: yaml.YAMLError, TypeError, ...
-            reason = " ".join(str(error).split())
-            named = kubeconfig if kubeconfig is not None else "the kubeconfig ($KUBECONFIG or ~/.kube/config)"
-            raise InputError(f"no cluster configuration: {named} is not a kubeconfig: {reason}") from None
+            raise InputError(str(error)) from None
 
     def deployments(self, *, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]:
         """The ``apps/v1`` Deployments of every namespace that match ``label_selector`` and ``field_selector``
