@@ -11,13 +11,14 @@ namespaces.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,18 @@ def start(run: Path, version: str = DEFAULT_VERSION) -> ApiServer:
         info["version"],
         info["mutating_admission_policy_api"],
     )
+
+
+@contextlib.contextmanager
+def running(run: Path, version: str = DEFAULT_VERSION) -> Iterator[ApiServer]:
+    """A server of ``version`` started in ``run`` for the context (skipped, or failed where required, when it
+    cannot run here), stopped after."""
+    skip_unless_available("kube", unavailable(version))
+    server = start(run, version)
+    try:
+        yield server
+    finally:
+        stop(run)
 
 
 def stop(run: Path) -> None:

@@ -15,13 +15,8 @@ from tests import olm_harness
 def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.ApiServer]:
     """A real kube-apiserver 1.32 with etcd on loopback, shared by the session; skipped (with the reason) when the
     harness or its binaries are absent."""
-    harness.skip_unless_available("kube", harness.unavailable())
-    run = tmp_path_factory.mktemp("kube")
-    server = harness.start(run)
-    try:
+    with harness.running(tmp_path_factory.mktemp("kube")) as server:
         yield server
-    finally:
-        harness.stop(run)
 
 
 @pytest.fixture(scope="session")

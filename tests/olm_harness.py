@@ -172,8 +172,7 @@ def running(run: Path, *options: str) -> Iterator[Olm]:
     """A kube-apiserver, then ``up`` on it in ``run`` (``options``: ``--boxcutter``, ``--mark-available``,
     ``--system-namespace NS``); ``down`` and the server's stop after. The harness runs as a command, so its
     processes are not this process's children."""
-    server = apiserver.start(run)
-    try:
+    with apiserver.running(run) as server:
         try:
             info = _harness("up", str(run), *options)
         except RuntimeError as error:  # a port it picked was taken before it bound it (by another process)
@@ -186,5 +185,3 @@ def running(run: Path, *options: str) -> Iterator[Olm]:
             yield Olm(run, info, server)
         finally:
             _harness("down", str(run))
-    finally:
-        apiserver.stop(run)

@@ -107,14 +107,10 @@ def test_the_offline_walkthrough_runs_as_its_readme_shows(tmp_path: Path) -> Non
 def walkthrough_apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """A real kube-apiserver of its own (the walkthrough reads every ClusterExtension in the cluster) with OLM v1's
     ClusterExtension CRD: its kubeconfig and the kubectl to use."""
-    harness.skip_unless_available("kube", harness.unavailable() or _no_kubectl())
-    run = tmp_path_factory.mktemp("apiserver")
-    server = harness.start(run)
-    try:
+    harness.skip_unless_available("kube", _no_kubectl())
+    with harness.running(tmp_path_factory.mktemp("apiserver")) as server:
         server.install_crds([harness.upstream_crds() / "olm.operatorframework.io_clusterextensions.yaml"])
         yield server.kubeconfig, _kubectl()
-    finally:
-        harness.stop(run)
 
 
 def _kubectl() -> str:

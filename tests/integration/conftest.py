@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -31,6 +30,7 @@ import yaml
 
 from tests.apiserver import ROOT, ApiServer, upstream_crds, wait_for
 from tests.integration.olm import APPROVER_GROUP, OLM_NAMESPACE, OPERATOR_CONTROLLER
+from tests.serve.process import terminate
 
 
 @dataclass
@@ -193,9 +193,4 @@ def controlling(server: ApiServer, log_path: Path, *, mode: str = "gitops") -> I
         try:
             yield process
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            terminate(process)

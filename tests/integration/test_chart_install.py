@@ -120,13 +120,8 @@ NOT_HELM = "no Helm release (no meta.helm.sh/release-name annotation)"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     """A kube-apiserver 1.32 of this module's own."""
-    harness.skip_unless_available("kube", harness.unavailable("1.32"))
-    run = tmp_path_factory.mktemp("kube-chart-install")
-    started = harness.start(run, "1.32")
-    try:
+    with harness.running(tmp_path_factory.mktemp("kube-chart-install"), "1.32") as started:
         yield started
-    finally:
-        harness.stop(run)
 
 
 @pytest.fixture

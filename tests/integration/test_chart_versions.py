@@ -22,13 +22,8 @@ from tests.test_chart import CHART, NAMESPACE, THIRD_PARTY_KINDS, VARIANTS, rend
 @pytest.fixture(scope="module")
 def apiserver_1_36(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     """A real kube-apiserver 1.36 for this module (the session's is 1.32)."""
-    harness.skip_unless_available("kube", harness.unavailable("1.36"))
-    run = tmp_path_factory.mktemp("kube-1.36")
-    server = harness.start(run, "1.36")
-    try:
+    with harness.running(tmp_path_factory.mktemp("kube-1.36"), "1.36") as server:
         yield server
-    finally:
-        harness.stop(run)
 
 
 @pytest.fixture(params=["1.32", "1.36"], ids=lambda v: f"kube-apiserver {v}")

@@ -14,7 +14,6 @@ import hashlib
 import http.server
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -37,6 +36,7 @@ from tests.integration.olm import (
     index_secret,
     propose,
 )
+from tests.serve.process import terminate
 from webhook.olm.fbc import iter_json_stream
 
 CATALOGS = ("olm.operatorframework.io", "v1", "clustercatalogs")
@@ -156,12 +156,7 @@ def controllers(olm: ApiServer, tmp_path: Path) -> Iterator[Start]:
     yield start
     for process in started:
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            terminate(process)
     for log in logs:
         log.close()
 
