@@ -32,7 +32,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from prometheus_client.metrics import MetricWrapperBase
 
 from webhook.controller.health import Metrics as ControllerMetrics
-from webhook.controller.status import FAILED, PENDING, PROGRESSING, SUCCEEDED
+from webhook.controller.status import FAILED, HELD, PENDING, PROGRESSING, SUCCEEDED
 from webhook.io.kube.cache import policy_resources
 from webhook.policy import evaluate
 from webhook.policy.loader import load_policy_set
@@ -599,6 +599,17 @@ def test_the_sync_loop_reads_extensions_catalogs_and_add_ons_and_holds_only_its_
 
 # --- the controller -----------------------------------------------------------------------------------------------
 
+# What the controller reads for the doctor's checks (no Secret: operator-controller is found by its Deployment).
+DOCTOR_READS = {
+    ("apps", "deployments", "list"),
+    ("", "namespaces", "get"),
+    ("olm.operatorframework.io", "clusterobjectsets", "list"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "list"),
+    ("apiextensions.k8s.io", "customresourcedefinitions", "get"),
+    ("", "configmaps", "get"),
+}
+
+
 CLUSTER_MODE = "the controller in cluster mode with catalogd's CA and no leader election, the webhook alone otherwise"
 
 
@@ -619,6 +630,7 @@ def test_the_controller_writes_only_status_events_and_retries_unless_it_owns_the
         ("olm.operatorframework.io", "clusterextensionrevisions/status", "patch"),
         ("olm.operatorframework.io", "clustercatalogs/status", "patch"),
         ("olm.operatorframework.io", "clusterextensions", "patch"),  # the retry annotation, once per approval
+        *DOCTOR_READS,  # the doctor's checks, run by the leader
         *(("olm.operatorframework.io", "clusterextensionrevisions", verb) for verb in writes),
         *([("olm.operatorframework.io", "clustercatalogs", "patch")] if writes else []),
     }
@@ -627,6 +639,15 @@ def test_the_controller_writes_only_status_events_and_retries_unless_it_owns_the
     assert _grants(events["rules"]) == {("events.k8s.io", "events", "create"), ("events.k8s.io", "events", "patch")}
     binding = find(objects, "RoleBinding", f"{CONTROLLER}-events")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": NAMESPACE}]
+    rules = find(objects, "ClusterRole", CONTROLLER)["rules"]
+    named = {tuple(r["resources"]): r.get("resourceNames") for r in rules if r.get("resourceNames")}
+    assert named == {
+        ("customresourcedefinitions",): ["clusterextensionrevisions.olm.operatorframework.io"],
+        ("configmaps",): ["upgrade-gate-settings"],
+    }, "the CRD and the settings by name only"
+    probe = find(objects, "Role", f"{CONTROLLER}-probe")
+    assert probe["metadata"]["namespace"] == NAMESPACE
+    assert _grants(probe["rules"]) == {("", "services/proxy", "get")}
 
 
 def test_the_controller_runs_two_replicas_with_a_lease_probes_and_a_pdb(rendered):
@@ -851,8 +872,12 @@ ALERTS_EXPECTED = {
         "sum by (namespace) (increase(upgrade_gate_controller_unapproved_upgrades_total{C}[15m])) > 0", None,
         "critical"),
     "UpgradeGateUpgradeHeldLong": (
-        'max by (namespace) (upgrade_gate_controller_revisions{C, state="progressing"} and on (instance) '
+        'max by (namespace) ((upgrade_gate_controller_revisions{C, state="progressing"} or '
+        'upgrade_gate_controller_revisions{C, state="held"}) and on (instance) '
         "(upgrade_gate_controller_leader{C} == 1)) > 0", "24h", "warning"),
+    "UpgradeGateNotEnforced": (
+        'max by (namespace, check) (upgrade_gate_controller_gate_check{C, result="fail"} and on (instance) '
+        "(upgrade_gate_controller_leader{C} == 1)) == 1", "10m", "critical"),
     "UpgradeGateControllerNotLeading": (
         "sum by (namespace) (upgrade_gate_controller_leader{C}) == 0 or absent(upgrade_gate_controller_leader{C})",
         "10m", "warning"),
@@ -883,7 +908,7 @@ WEBHOOK_SERIES = {**_exported(WebhookMetrics()), "up": set()}  # up: Prometheus'
 CONTROLLER_SERIES = _exported(ControllerMetrics())
 # The values of upgrade_gate_controller_revisions' state label: the states of webhook.controller.status, and unknown
 # for a revision without a status yet.
-REVISION_STATES = {PENDING, PROGRESSING, SUCCEEDED, FAILED, "unknown"}
+REVISION_STATES = {PENDING, PROGRESSING, HELD, SUCCEEDED, FAILED, "unknown"}
 
 
 def promql_findings(expr: str) -> list[str]:

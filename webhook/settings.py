@@ -271,7 +271,10 @@ class ControllerSettings:
     Process: ``workers`` (``UPGRADE_GATE_CONTROLLER_WORKERS``, 4: ClusterExtensions reconciled at once; the work
     is mostly waiting on the API server), ``health_host``/``health_port`` (``UPGRADE_GATE_HEALTH_HOST``, ``127.0.0.1``;
     ``UPGRADE_GATE_HEALTH_PORT``, 8081; 0 = any free port) serve ``/healthz``, ``/readyz`` and ``/metrics``;
-    ``log_level`` (``UPGRADE_GATE_LOG_LEVEL``, ``INFO``).
+    ``gate_check_s`` (``UPGRADE_GATE_GATE_CHECK_INTERVAL``, 300 s; 0 = never): how often the leader runs the
+    doctor's checks, with the policy settings ConfigMap read from ``settings_namespace``
+    (``UPGRADE_GATE_SETTINGS_NAMESPACE``, ``upgrade-gate-system``); ``log_level`` (``UPGRADE_GATE_LOG_LEVEL``,
+    ``INFO``).
     """
 
     mode: str = "gitops"
@@ -287,6 +290,8 @@ class ControllerSettings:
     workers: int = 4
     health_host: str = "127.0.0.1"
     health_port: int = 8081
+    gate_check_s: float = 300.0
+    settings_namespace: str = "upgrade-gate-system"
     log_level: str = "INFO"
 
     @classmethod
@@ -309,6 +314,8 @@ class ControllerSettings:
             workers=int(_number(env, f"{_PREFIX}CONTROLLER_WORKERS", defaults.workers, minimum=1)),
             health_host=_text(env, f"{_PREFIX}HEALTH_HOST", defaults.health_host),
             health_port=int(_number(env, f"{_PREFIX}HEALTH_PORT", defaults.health_port)),
+            gate_check_s=_number(env, f"{_PREFIX}GATE_CHECK_INTERVAL", defaults.gate_check_s, minimum=0),
+            settings_namespace=_text(env, f"{_PREFIX}SETTINGS_NAMESPACE", defaults.settings_namespace),
             log_level=_text(env, f"{_PREFIX}LOG_LEVEL", defaults.log_level).upper(),
         )
 

@@ -184,6 +184,7 @@ def controlling(server: ApiServer, log_path: Path, *, mode: str = "gitops") -> I
         "POD_NAME": "controller-0",
         "UPGRADE_GATE_CONTROLLER_MODE": mode,
         "UPGRADE_GATE_HEALTH_PORT": "0",
+        "UPGRADE_GATE_GATE_CHECK_INTERVAL": "1",
     }
     with log_path.open("ab") as log:
         process = subprocess.Popen(

@@ -126,6 +126,14 @@ def test_an_upgrade_the_gate_never_saw_is_reported_as_unapproved(olm: Olm, gate:
         (event,) = wait_for(reported, "the UnapprovedUpgrade Event", timeout=20)
         assert event["type"] == "Warning"
         assert event["note"].startswith("ClusterExtension breach changed from 1.0.0 to 1.1.0 without an approved")
+
+        def gap() -> list[dict[str, Any]]:  # the controller's own doctor round saw the gate gone
+            events = kube.list("events.k8s.io/v1", "Event", namespace="default")
+            return [e for e in events if e["reason"] == "GateNotEnforced" and "upgrades-helm" in e["note"]]
+
+        (gone,) = wait_for(gap, "the GateNotEnforced Event", timeout=20)
+        assert gone["type"] == "Warning"
+        assert gone["regarding"]["name"] == "clusterextensionrevisions.olm.operatorframework.io"
     finally:
         reapply(olm, configurations)
 

@@ -74,8 +74,9 @@ def controller(**flags: Any) -> None:
         catalogs = CatalogLoader.over_http(cafile=settings.catalogd_ca, timeout_s=settings.catalog_timeout_s)
     recorder = EventRecorder(EventsOverApi(writer), f"{CONTROLLER_NAME}-{identity}")
     source = ApiSource(api_client)
+    cluster = Cluster(api_client)
     running = Controller(
-        settings, source, writer, recorder, elector=elector, catalogs=catalogs, cluster=Cluster(api_client),
+        settings, source, writer, recorder, elector=elector, catalogs=catalogs, cluster=cluster, doctor=cluster,
         metrics=metrics,
     )  # fmt: skip
     stop = threading.Event()

@@ -31,7 +31,8 @@ objects read from the cluster as plain JSON dicts (``Observed``), in the order `
                                ``failurePolicy`` is ``Fail`` (``Ignore``: a ``warn``).
 ``settings``                   the ConfigMap ``upgrade-gate-settings`` exists and its ``operatorControllerUsers``
                                (comma-separated; absent: the policy's default, upstream's ServiceAccount in
-                               ``olmv1-system``) names operator-controller's user.
+                               ``olmv1-system``) names operator-controller's user. Not found: a ``warn``, since the
+                               webhook reads the settings of its policy directory first, which no read here sees.
 ``revision-crd``               ``clusterextensionrevisions.olm.operatorframework.io`` is upgrade-gate's: its schema has
                                ``spec.clusterExtensionRef`` and ``spec.version``. Older OLM v1 releases shipped an
                                experimental CRD of that name (the object renamed ClusterObjectSet in v1.9.0): ``fail``.
@@ -762,13 +763,14 @@ def check_settings(found: Sequence[OperatorController], settings: KubeObject | N
     ``operatorControllerUsers`` names every operator-controller's user."""
     where = f"ConfigMap {namespace}/{SETTINGS_NAME}"
     user = found[0].user if found else service_account_user(_POLICY_DEFAULT_NAMESPACE)
-    if settings is None:
+    if settings is None:  # the webhook reads its policy directory's settings first (the bundled settings.yaml)
         return Check(
             SETTINGS,
-            FAIL,
-            f"{where} not found: the gate's policies have no settings",
-            f"create it from policies/settings.yaml with {USERS_KEY}: {user} (or give --settings-namespace where "
-            "it lives)",
+            WARN,
+            f"{where} not found: the webhook uses the settings of its policy directory (the chart's policies or the "
+            "bundled policies/settings.yaml), which this check cannot read",
+            f"make sure those settings name {user} in {USERS_KEY} (or give --settings-namespace where the "
+            "ConfigMap lives)",
         )
     users = settings_users(settings)
     if not found:

@@ -13,6 +13,8 @@ registry per instance):
   the watch caches; ``post``, ``patch``, ``delete`` of the writes; the Lease's own calls are not counted);
 - ``upgrade_gate_controller_unapproved_upgrades_total``: installed versions that changed with no approved revision
   (``webhook.controller.breach``), counted by the leader;
+- ``upgrade_gate_controller_gate_check{check,result}``: the doctor's checks as the leader last ran them, 1 for each
+  check's current result (``webhook.controller.gatecheck``);
 - ``process_resident_memory_bytes`` and the other ``process_*`` metrics of ``prometheus_client``.
 
 ``/readyz`` is 200 once every watch cache has listed its kind, else 503 naming those that have not.
@@ -53,6 +55,12 @@ class Metrics:
         )
         self.leader = Gauge(
             "upgrade_gate_controller_leader", "1 while this replica holds the Lease, else 0.", registry=self.registry
+        )
+        self.gate_checks = Gauge(
+            "upgrade_gate_controller_gate_check",
+            "1 for the current result (ok, warn, fail) of each of the doctor's checks the leader runs, else 0.",
+            ["check", "result"],
+            registry=self.registry,
         )
         self.unapproved_upgrades = Counter(
             "upgrade_gate_controller_unapproved_upgrades",

@@ -25,7 +25,9 @@ from typing import Any
 from webhook import logs
 from webhook.controller.breach import unapproved_change
 from webhook.controller.catalogs import CatalogLoader
+from webhook.controller.doctor import DoctorReads
 from webhook.controller.events import WARNING, Notice
+from webhook.controller.gatecheck import GateCheck
 from webhook.controller.health import Metrics, serve_health
 from webhook.controller.queue import WorkQueue
 from webhook.controller.reconciler import (
@@ -133,6 +135,7 @@ class Controller:
         elector: LeaseElector | None = None,
         catalogs: CatalogLoader | None = None,
         cluster: ClusterReads | None = None,
+        doctor: DoctorReads | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         self.settings, self.elector, self.cluster = settings, elector, cluster
@@ -144,6 +147,11 @@ class Controller:
         counted = CountingSource(source, self.metrics)
         resources = (REVISIONS, EXTENSIONS, CATALOGS)
         self.cache = WatchCache(counted, resources, resync_s=settings.resync_s, listener=self._on_change)
+        self.gate_check = (
+            GateCheck(doctor, recorder, self.metrics, settings_namespace=settings.settings_namespace)
+            if doctor is not None and settings.gate_check_s > 0
+            else None
+        )
         self.reconciler = Reconciler(
             self.cache, self.index.names, writer, recorder, catalogs=catalogs, cluster=cluster,
             version_ttl_s=settings.resync_s,
@@ -197,6 +205,8 @@ class Controller:
                 self.elector.try_acquire()
                 threading.Thread(target=self.elector.keep, args=(stop,), name="lease", daemon=True).start()
             self.cache.start()
+            if self.gate_check is not None:
+                threading.Thread(target=self._check_gate, args=(stop,), name="gate check", daemon=True).start()
             self._work(stop)
         finally:
             server.shutdown()
@@ -225,6 +235,14 @@ class Controller:
                 leading.clear()
             self.metrics.leader.set(1 if leading.is_set() else 0)
             stop.wait(0.1 if not leading.is_set() else 0.5)
+
+    def _check_gate(self, stop: threading.Event) -> None:
+        """Run the doctor's checks every ``gate_check_s`` while this replica leads (the first round at once)."""
+        assert self.gate_check is not None
+        while not stop.is_set():
+            if self.elector is None or self.elector.is_leader:
+                self.gate_check.run()
+            stop.wait(self.settings.gate_check_s)
 
     def _worker(self, stop: threading.Event, leading: threading.Event) -> None:
         while not stop.is_set():
