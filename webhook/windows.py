@@ -43,6 +43,37 @@ class Window:
         minute = utc.weekday() * _MINUTES_PER_DAY + utc.hour * 60 + utc.minute
         return any(start <= at < end for start, end in self.weekly for at in (minute, minute + _MINUTES_PER_WEEK))
 
+    def closes_at(self, moment: datetime.datetime) -> datetime.datetime | None:
+        """When the window that contains the aware ``moment`` ends (its end, or the end of the weekly span that
+        holds it, whichever runs longest); ``None`` when ``moment`` is outside."""
+        if self.start is not None and self.end is not None:
+            return self.end if self.contains(moment) else None
+        week, minute = _week_of(moment)
+        remaining = [
+            end - at for start, end in self.weekly for at in (minute, minute + _MINUTES_PER_WEEK) if start <= at < end
+        ]
+        return week + datetime.timedelta(minutes=minute + max(remaining)) if remaining else None
+
+    def opens_at(self, moment: datetime.datetime) -> datetime.datetime | None:
+        """When the window next begins at or after the aware ``moment`` (``moment`` itself when it is inside);
+        ``None`` for an interval that has ended."""
+        if self.contains(moment):
+            return moment
+        if self.start is not None and self.end is not None:
+            return self.start if moment < self.start else None
+        week, minute = _week_of(moment)
+        starts = [
+            start + offset for start, _ in self.weekly for offset in (0, _MINUTES_PER_WEEK) if start + offset > minute
+        ]
+        return week + datetime.timedelta(minutes=min(starts)) if starts else None
+
+
+def _week_of(moment: datetime.datetime) -> tuple[datetime.datetime, int]:
+    """The UTC Monday 00:00 of ``moment``'s week and the minute of the week ``moment`` falls in (rounded down)."""
+    utc = moment.astimezone(datetime.UTC).replace(second=0, microsecond=0)
+    minute = utc.weekday() * _MINUTES_PER_DAY + utc.hour * 60 + utc.minute
+    return utc - datetime.timedelta(minutes=minute), minute
+
 
 def parse_window(text: str) -> Window:
     """The window ``text`` (either form of this module's docstring), or ``InputError`` saying what is wrong."""

@@ -251,3 +251,56 @@ def test_a_refused_retry_request_is_reported_and_retried_later() -> None:
     with pytest.raises(RetryLater, match="403 forbidden"):
         reconciler(Refusing(), sink, rev, ext).reconcile("cnpg")
     assert "RetryNotRequested" in [b["reason"] for _, b in sink.created]
+
+
+def _held_by(sentence: str) -> list[str]:
+    denial = f"admission webhook \"upgrades-helm.upgrade-gate.dev\" denied the request: ValidatingAdmissionPolicy 'x' with binding 'x' denied request: {sentence}"  # noqa: E501
+    return ["True", "Retrying", f'error for resolved bundle "cnpg.v1.28.0" with version "1.28.0": {denial}']
+
+
+FREEZE = "2026-03-02T09:00:00Z/2026-03-02T11:00:00Z"
+HELD_BY_FREEZE = _held_by(f"upgrade of cnpg from 1.27.1 to 1.28.0 is approved but held by the freeze window {FREEZE}")
+WAITING = _held_by("upgrade of cnpg from 1.27.1 to 1.28.0 is approved and waits for a maintenance window: "
+                   "Mon 12:00-14:00, Tue 02:00-04:00 (UTC)")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("progressing", "at", "again_s", "token"),
+    [
+        pytest.param(HELD_BY_FREEZE, NOW, 3600.0, None, id="a freeze that holds: look again when it closes"),
+        pytest.param(HELD_BY_FREEZE, NOW + datetime.timedelta(hours=1), None, f"@{FREEZE}",
+                     id="the freeze closed: retry now"),
+        pytest.param(WAITING, NOW, 7200.0, None, id="waiting for a maintenance window: look again when one opens"),
+        pytest.param(WAITING, NOW + datetime.timedelta(hours=2), None, "@Mon 12:00-14:00, Tue 02:00-04:00",
+                     id="the maintenance window opened: retry now"),
+    ],
+)  # fmt: skip
+def test_a_window_that_lets_a_held_upgrade_go_makes_operator_controller_retry_then(
+    progressing: list[str], at: datetime.datetime, again_s: float | None, token: str | None
+) -> None:
+    writer, sink = Writer(), Sink()
+    rev = revision({"revision": {"version": "1.28.0", "approved": True, "approvedAt": "2026-03-02T08:00:00Z"}})
+    ext = extension({"extension": {"installed": "1.27.1", "progressing": progressing}})
+    assert ext is not None
+    ext["metadata"]["annotations"] = {"upgrade-gate.io/retry-for": "cnpg-1.28.0@2026-03-02T08:00:00Z"}  # approved
+    store = InMemoryObjectStore([rev, ext])
+    recorder = EventRecorder(sink, "pod-a", clock=lambda: at)
+    again = Reconciler(store, lambda name: ["cnpg-1.28.0"], writer, recorder, clock=lambda: at).reconcile("cnpg")
+    assert again == again_s
+    patches = [patch for kind, _, patch in writer.writes if kind == "patch"]
+    if token is None:
+        assert patches == []
+        return
+    value = f"cnpg-1.28.0@2026-03-02T08:00:00Z{token}"
+    assert patches == [{"metadata": {"annotations": {"upgrade-gate.io/retry-for": value}}}]
+
+
+def test_a_queued_key_comes_back_after_its_delay_without_a_backoff() -> None:
+    now = [0.0]
+    queue = WorkQueue(clock=lambda: now[0])
+    queue.add_after("a", 30.0)
+    assert queue.get(0) is None
+    now[0] = 30.0
+    assert queue.get(0) == "a"
+    queue.done("a")
+    assert queue.retry("a") == 1.0, "add_after left the backoff alone"

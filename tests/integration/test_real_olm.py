@@ -8,6 +8,7 @@ of earlier tests then no longer resolve, which holds nothing).
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,6 @@ from tests.integration.olm import APPROVER_GROUP, HELM_GATE, POLICY, approve, pr
 from tests.olm_harness import EXTENSIONS, Olm, cluster_admin
 
 ADMISSION = "admissionregistration.k8s.io/v1"
-FREEZE = "2020-01-01T00:00:00Z/2099-01-01T00:00:00Z"
 
 
 @pytest.fixture(scope="module")
@@ -184,16 +184,20 @@ def test_while_the_webhook_is_down_upgrades_wait_and_first_installs_go_on(olm: O
 
 def test_an_approved_upgrade_waits_out_a_freeze_window(olm: Olm, gate: Webhook, controller: Path) -> None:
     """Approved before a freeze, the upgrade that becomes available inside it is held at apply time with the
-    window in the message, on the ClusterExtension and on the revision; once the freeze is lifted it is applied."""
+    window in the message, on the ClusterExtension and on the revision; when the freeze closes, the controller makes
+    operator-controller retry, and the upgrade is applied within seconds, not at the end of its backoff."""
     olm.publish({"freeze": ["1.0.0"]})
     olm.install("freeze")
     wait_for(lambda: olm.installed("freeze") == "1.0.0", "freeze installed", timeout=60)
     propose(olm.server, "freeze", "1.1.0")
     approve(olm.server, "freeze-1.1.0")
-    with gate.settings(freezeWindows=FREEZE):
+    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    closes = now + datetime.timedelta(seconds=30)
+    window = f"{(now - datetime.timedelta(minutes=1)).isoformat()}/{closes.isoformat()}".replace("+00:00", "Z")
+    with gate.settings(freezeWindows=window):
         olm.publish({"freeze": ["1.0.0", "1.1.0"]})
-        held = f"upgrade of freeze from 1.0.0 to 1.1.0 is approved but held by the freeze window {FREEZE}"
-        wait_for(lambda: held in olm.progressing("freeze").get("message", ""), "the freeze's hold", timeout=60)
+        held = f"upgrade of freeze from 1.0.0 to 1.1.0 is approved but held by the freeze window {window}"
+        wait_for(lambda: held in olm.progressing("freeze").get("message", ""), "the freeze's hold", timeout=20)
 
         def revision_held() -> bool:
             found = olm.kube().get(EXTENSIONS, "ClusterExtensionRevision", "freeze-1.1.0") or {}
@@ -203,10 +207,13 @@ def test_an_approved_upgrade_waits_out_a_freeze_window(olm: Olm, gate: Webhook, 
             state: str = found.get("status", {}).get("state", "")
             return state == "Held" and progressing.get("reason") == "Held" and said_once
 
-        wait_for(revision_held, "the hold on the revision's status", timeout=30)
+        wait_for(revision_held, "the hold on the revision's status", timeout=20)
         assert olm.installed("freeze") == "1.0.0"
-    touch(olm, "freeze")  # a window that closes triggers no retry by itself: operator-controller's backoff does
-    wait_for(lambda: olm.installed("freeze") == "1.1.0", "the upgrade after the freeze", timeout=30)
+        wait_for(lambda: olm.installed("freeze") == "1.1.0", "the upgrade after the freeze", timeout=45)
+    upgraded = datetime.datetime.now(datetime.UTC)
+    assert closes <= upgraded < closes + datetime.timedelta(seconds=10), "within seconds of the freeze's end"
+    annotations = olm.extension("freeze")["metadata"]["annotations"]
+    assert annotations["upgrade-gate.io/retry-for"].endswith(f"@{window}")
 
 
 def test_a_clusterextension_deleted_while_held_is_removed_and_its_revision_says_so(

@@ -48,6 +48,12 @@ class WorkQueue:
             self._lock.notify()
             return delay
 
+    def add_after(self, key: str, delay_s: float) -> None:
+        """Queue ``key`` after ``delay_s`` seconds (its backoff untouched)."""
+        with self._lock:
+            heapq.heappush(self._later, (self._clock() + max(0.0, delay_s), key))
+            self._lock.notify()
+
     def forget(self, key: str) -> None:
         """Reset ``key``'s backoff (it succeeded)."""
         with self._lock:

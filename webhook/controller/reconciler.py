@@ -5,9 +5,10 @@
    the ``resourceVersion`` read (a conflict means the cache was behind: retried), then the Events the change
    calls for (``webhook.controller.events``), on the revision and on its ClusterExtension. A status that already
    says everything costs no request: a resync of unchanged objects makes none.
-2. Once a revision whose upgrade operator-controller reports held is approved, one merge patch of the
-   ClusterExtension's ``upgrade-gate.io/retry-for`` annotation makes operator-controller retry at once instead of
-   at the end of its backoff (``webhook.controller.retry``), reported by a ``RetryRequested`` Event.
+2. Once a revision whose upgrade operator-controller reports held is approved, or the freeze or maintenance window
+   that holds it lets it go, one merge patch of the ClusterExtension's ``upgrade-gate.io/retry-for`` annotation
+   makes operator-controller retry at once instead of at the end of its backoff (``webhook.controller.retry``),
+   reported by a ``RetryRequested`` Event; until a window lets it go, the reconcile asks to run again then.
 3. In ``cluster`` mode: the extension resolved against the cluster's catalogs (``check_extension``) and the
    revisions created, updated in place or deleted (``webhook.controller.lifecycle``), each write reported by an
    Event on the ClusterExtension.
@@ -37,7 +38,7 @@ from webhook.controller.catalogs import CatalogLoader, LoadedCatalogs
 from webhook.controller.events import NORMAL, WARNING, Notice, notices
 from webhook.controller.lifecycle import CREATE, DELETE, NOTHING_IN_RANGE, Action, plan_revisions
 from webhook.controller.recorder import EventRecorder
-from webhook.controller.retry import RETRY_ANNOTATION, retry_due
+from webhook.controller.retry import RETRY_ANNOTATION, retry_plan
 from webhook.controller.status import Assessment, assess, revision_status
 from webhook.controller.templates import catalog_status, current_image, image_switch, template_of
 from webhook.errors import ClusterError, UpgradeGateError
@@ -119,25 +120,32 @@ class Reconciler:
         self._loaded: tuple[tuple[tuple[str, str], ...], LoadedCatalogs] | None = None
         self._catalog_lock = threading.Lock()
 
-    def reconcile(self, name: str) -> None:
+    def reconcile(self, name: str) -> float | None:
         """Bring the revisions of the ClusterExtension ``name`` up to date (or the ClusterCatalog of a key
-        ``clustercatalog/<name>``); raises ``RetryLater``."""
+        ``clustercatalog/<name>``); the seconds after which to reconcile it again (a window that holds its upgrade
+        changes then), else ``None``. Raises ``RetryLater``."""
         if name.startswith(CATALOG_KEY):
             self._reconcile_catalog(name.removeprefix(CATALOG_KEY))
-            return
+            return None
+        now = self.clock()
         extension = self.store.get(OLM, "ClusterExtension", name)
         revisions = [r for n in self.revisions_of(name) if (r := self.store.get(OLM, REVISIONS.kind, n)) is not None]
         assessed = [(revision, assess(revision, extension)) for revision in revisions]
         failures = [
             f for revision, assessment in assessed if (f := self._write_status(revision, assessment, extension))
         ]
-        due = retry_due(extension, assessed)
-        if due is not None and extension is not None and (failure := self._request_retry(extension, *due)):
+        plan = retry_plan(extension, assessed, now)
+        if (
+            plan.write is not None
+            and extension is not None
+            and (failure := self._request_retry(extension, *plan.write))
+        ):
             failures.append(failure)
         if self.catalogs is not None:
             failures.extend(self._lifecycle(name, extension, revisions))
         if failures:
             raise RetryLater(f"ClusterExtension {name}: {'; '.join(failures)}")
+        return (plan.again_at - now).total_seconds() if plan.again_at is not None else None
 
     def _write_status(self, revision: KubeObject, assessment: Assessment, extension: KubeObject | None) -> str | None:
         metadata = revision.get("metadata") or {}

@@ -257,7 +257,7 @@ class Controller:
             self._count_states()
             return False
         try:
-            self.reconciler.reconcile(key)
+            again = self.reconciler.reconcile(key)
         except Exception as error:  # a reconcile must never stop the worker: retry with backoff
             delay = self.queue.retry(key)
             self.metrics.reconciles.labels("retry").inc()
@@ -265,6 +265,8 @@ class Controller:
             log.warning("reconcile failed; retrying", extra=logs.fields(fields))
         else:
             self.queue.forget(key)
+            if again is not None:
+                self.queue.add_after(key, again)
             self.metrics.reconciles.labels("ok").inc()
         finally:
             self.queue.done(key)
