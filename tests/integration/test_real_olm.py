@@ -41,6 +41,17 @@ def controller(olm: Olm, gate: Webhook, tmp_path_factory: pytest.TempPathFactory
         yield log_path
 
 
+def held_at_1_0_0(olm: Olm, package: str) -> None:
+    """``package`` installed at 1.0.0 (a first install, never held), then 1.1.0 published and its upgrade held by
+    the gate, waiting for approval."""
+    olm.publish({package: ["1.0.0"]})
+    olm.install(package)
+    wait_for(lambda: olm.installed(package) == "1.0.0", f"{package} installed at 1.0.0", timeout=60)
+    olm.publish({package: ["1.0.0", "1.1.0"]})
+    waiting = f"upgrade of {package} from 1.0.0 to 1.1.0 is waiting for approval"
+    wait_for(lambda: waiting in olm.progressing(package).get("message", ""), f"{package}'s hold", timeout=60)
+
+
 def touch(olm: Olm, name: str) -> None:
     """An annotation write to the ClusterExtension: operator-controller reconciles it at once."""
     olm.kube().patch(
@@ -89,11 +100,7 @@ def test_an_upgrade_is_held_with_the_policys_message_until_approved(olm: Olm, ga
 def test_an_approval_is_applied_at_once_however_long_the_hold(olm: Olm, gate: Webhook, controller: Path) -> None:
     """operator-controller's backoff has grown past the test's patience (it doubles from 5 ms: 8 s, 16 s, ... after
     a dozen denials); the controller's retry request makes the approval take effect in seconds."""
-    olm.publish({"prompt": ["1.0.0"]})
-    olm.install("prompt")
-    wait_for(lambda: olm.installed("prompt") == "1.0.0", "prompt installed", timeout=60)
-    olm.publish({"prompt": ["1.0.0", "1.1.0"]})
-    wait_for(lambda: "waiting for approval" in olm.progressing("prompt").get("message", ""), "the hold", timeout=60)
+    held_at_1_0_0(olm, "prompt")
     propose(olm.server, "prompt", "1.1.0")
     time.sleep(30)  # about 13 denials: operator-controller's next retry is now 20-40 s away
     approved = time.monotonic()
@@ -222,11 +229,7 @@ def test_a_clusterextension_deleted_while_held_is_removed_and_its_revision_says_
     """Nothing stuck: operator-controller's finalizers run (none of its writes then is sent to the gate) and the
     controller reports the revision failed, its ClusterExtension gone. (The release Secrets stay here: they are
     owned by the ClusterExtension, and this API server runs no garbage collector.)"""
-    olm.publish({"gone": ["1.0.0"]})
-    olm.install("gone")
-    wait_for(lambda: olm.installed("gone") == "1.0.0", "gone installed", timeout=60)
-    olm.publish({"gone": ["1.0.0", "1.1.0"]})
-    wait_for(lambda: "waiting for approval" in olm.progressing("gone").get("message", ""), "the hold", timeout=60)
+    held_at_1_0_0(olm, "gone")
     propose(olm.server, "gone", "1.1.0")
     olm.kube().delete(EXTENSIONS, "ClusterExtension", "gone")
     wait_for(lambda: not olm.extension("gone"), "the ClusterExtension deleted, finalizers and all", timeout=60)
