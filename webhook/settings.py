@@ -26,7 +26,7 @@ _PREFIX = "UPGRADE_GATE_"
 #: The CEL backends (``webhook.policy.cel``; ``--cel-engine``, ``UPGRADE_GATE_CEL_ENGINE``, the chart's
 #: ``webhook.celEngine``): cel-python (pure Python) and cel-expr (cel-cpp through cel-expr-python). The default
 #: is cel-expr, by measurement: the same decisions on every bundled case, 1.4-1.8x faster per admission request
-#: (2-5x on the CEL work alone), and a load-time type checker as the apiserver has (README, "CEL engines").
+#: (2-5x on the CEL work alone), and a load-time type checker as the apiserver has (docs/cel-engines.md).
 CEL_ENGINES = ("cel-python", "cel-expr")
 DEFAULT_CEL_ENGINE = "cel-expr"
 

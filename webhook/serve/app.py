@@ -7,7 +7,7 @@ in place, where a review costs no hand-off between threads. An evaluation that o
 ``threads`` evaluation threads, so that an expensive evaluation never holds the loop that reads, answers and
 accepts for every other connection. Every other path goes to a Flask application (the probes and the metrics)
 through a2wsgi's WSGI adapter: Flask's per-request machinery costs more per review than everything else the HTTP
-layer does in Python (README, "Performance"), and only the hot path avoids it.
+layer does in Python (docs/performance.md), and only the hot path avoids it.
 
 Routes:
 
@@ -88,7 +88,7 @@ def create_app(settings: ServeSettings, runtime: PolicyRuntime, metrics: Metrics
 
 
 #: How much of its thread's CPU time a review may take on the event loop, where it costs no hand-off between threads
-#: (about 0.1 ms of CPU and as much latency per review, README "Performance"); past it the evaluation is abandoned
+#: (about 0.1 ms of CPU and as much latency per review, docs/performance.md); past it the evaluation is abandoned
 #: (``Preempted``) and done again in an evaluation thread, with the whole request deadline, so that the loop serves
 #: the other connections. CPU time, not wall-clock time: waiting for the interpreter lock that evaluation threads
 #: hold must not push a cheap review off the loop, behind them.

@@ -206,7 +206,7 @@ def freeze_survivors() -> None:
 
     Without it a full collection scans the whole heap, and it grows: cel-expr-python 0.1.3 never frees the
     arguments of a call into Python (``ServeSettings.max_requests``), tuples the collector tracks. A worker's full
-    collections then paused its event loop, and every connection's answers, for 30-80 ms (README, "Performance").
+    collections then paused its event loop, and every connection's answers, for 30-80 ms (docs/performance.md).
     The price: a reference cycle that dies after a full collection found it alive is never freed; workers are
     replaced after ``max_requests`` or past ``max_worker_memory_mib``, which bounds that too."""
     gc.freeze()

@@ -5,7 +5,7 @@ Why an event loop: an admission call is small and the kube-apiserver keeps its H
 open between calls (Go's transport, 90 s idle timeout), so what the HTTP layer costs per request is most of what a
 webhook adds beyond its policies. gunicorn's threaded worker (``gthread``) hands every request from its poller to a
 thread and back and parses HTTP in Python: a no-op answer cost 240-260 µs of worker CPU, against 65-80 µs on the
-asyncio worker with uvloop (README, "Performance"). The loop reads, decides, writes and accepts; a review whose
+asyncio worker with uvloop (docs/performance.md). The loop reads, decides, writes and accepts; a review whose
 evaluation outlives a short time slice is decided again in the application's evaluation threads
 (``webhook.serve.app``), so that an expensive evaluation never holds the loop.
 ``keepalive_s`` is longer than the apiserver's idle timeout, so the client closes first and never reuses a

@@ -3,5 +3,5 @@
 The front end both backends share (``webhook.policy.cel.frontend``: parser and load-time checker, so both
 accept the same policies), then cel-cpp's own type checker and evaluator; the library functions of ``libraries/`` are
 registered as typed cel-cpp overloads (``functions.py``) and library values travel as run-time protobuf
-messages (``types.py``). The README's "CEL engines" section compares the two backends.
+messages (``types.py``). docs/cel-engines.md compares the two backends.
 """
