@@ -39,8 +39,7 @@ class Window:
         """True if the aware ``moment`` lies in the window (start inclusive, end exclusive)."""
         if self.start is not None and self.end is not None:
             return self.start <= moment < self.end
-        utc = moment.astimezone(datetime.UTC)
-        minute = utc.weekday() * _MINUTES_PER_DAY + utc.hour * 60 + utc.minute
+        _, minute = _week_of(moment)
         return any(start <= at < end for start, end in self.weekly for at in (minute, minute + _MINUTES_PER_WEEK))
 
     def closes_at(self, moment: datetime.datetime) -> datetime.datetime | None:

@@ -132,7 +132,7 @@ class Reconciler:
         revisions = [r for n in self.revisions_of(name) if (r := self.store.get(OLM, REVISIONS.kind, n)) is not None]
         assessed = [(revision, assess(revision, extension)) for revision in revisions]
         failures = [
-            f for revision, assessment in assessed if (f := self._write_status(revision, assessment, extension))
+            f for revision, assessment in assessed if (f := self._write_status(revision, assessment, extension, now))
         ]
         plan = retry_plan(extension, assessed, now)
         if (
@@ -147,11 +147,13 @@ class Reconciler:
             raise RetryLater(f"ClusterExtension {name}: {'; '.join(failures)}")
         return (plan.again_at - now).total_seconds() if plan.again_at is not None else None
 
-    def _write_status(self, revision: KubeObject, assessment: Assessment, extension: KubeObject | None) -> str | None:
+    def _write_status(
+        self, revision: KubeObject, assessment: Assessment, extension: KubeObject | None, now: datetime.datetime
+    ) -> str | None:
         metadata = revision.get("metadata") or {}
         name = str(metadata.get("name"))
         before = revision.get("status") if isinstance(revision.get("status"), Mapping) else {}
-        status = revision_status(revision, assessment, now=self.clock())
+        status = revision_status(revision, assessment, now=now)
         if status == before:
             return None
         patch = {"metadata": {"resourceVersion": metadata.get("resourceVersion")}, "status": status}

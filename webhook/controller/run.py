@@ -177,7 +177,8 @@ class Controller:
         if kind == "DELETED":
             return
         self._installed[name] = installed_version(extension)
-        revisions = [r for n in self.index.names(name) if (r := self.cache.get(OLM, REVISIONS.kind, n)) is not None]
+        # read only where the version changed: most watch events of a ClusterExtension are other status updates
+        revisions = (r for n in self.index.names(name) if (r := self.cache.get(OLM, REVISIONS.kind, n)) is not None)
         note = unapproved_change(before, extension, revisions)
         if note is None or (self.elector is not None and not self.elector.is_leader):
             return
