@@ -57,7 +57,7 @@ from typing import Any, Protocol
 
 from webhook.errors import CelError, ClusterError, InputError
 from webhook.objects import KubeObject, LabelSelector
-from webhook.policy import evaluate
+from webhook.policy import evaluate, rule_dict_matches
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 RESULTS = (OK, WARN, FAIL)  # from best to worst
@@ -550,7 +550,7 @@ def webhook_match(hook: KubeObject, oc: OperatorController, namespace: KubeObjec
     misses: list[tuple[str, str]] = []
     unknown: list[str] = []
     resource = request["resource"]
-    if not any(_rule_matches(rule, resource, bool(request["namespace"])) for rule in hook.get("rules") or []):
+    if not any(rule_dict_matches(rule, request) for rule in hook.get("rules") or []):
         misses.append(("rules", f"its rules do not send the CREATE of {resource['resource']}"))
     if request["namespace"]:
         labels = ((namespace or {}).get("metadata") or {}).get("labels") or {_NAMESPACE_LABEL: oc.namespace}
@@ -713,23 +713,6 @@ def _configured_namespace(hook: KubeObject, users: tuple[str, ...] | None) -> st
         if len(parts) == 4 and parts[:2] == ["system", "serviceaccount"] and parts[3] == OPERATOR_CONTROLLER_DEPLOYMENT:
             return parts[2]
     return None
-
-
-def _rule_matches(rule: KubeObject, resource: Mapping[str, str], namespaced: bool) -> bool:
-    """A webhook rule (``RuleWithOperations``) matches a CREATE of ``resource`` (``rules.Matcher``)."""
-
-    def has(values: Any, wanted: str) -> bool:
-        return any(v in ("*", wanted) for v in values or [])
-
-    scope = rule.get("scope") or "*"
-    resources = rule.get("resources") or []
-    return (
-        has(rule.get("operations"), "CREATE")
-        and has(rule.get("apiGroups"), resource["group"])
-        and has(rule.get("apiVersions"), resource["version"])
-        and (has(resources, resource["resource"]) or "*/*" in resources)
-        and scope in ("*", "Namespaced" if namespaced else "Cluster")
-    )
 
 
 def _describe_namespaces(selector: Any) -> str:

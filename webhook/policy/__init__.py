@@ -7,6 +7,7 @@ from webhook.policy.engine import Admission, PolicyEngine
 from webhook.policy.lint import FileReport, lint
 from webhook.policy.loader import load_policy_set, load_policy_sources
 from webhook.policy.lookups import ClusterReads, cluster_reads
+from webhook.policy.matching import rule_dict_matches
 from webhook.policy.model import PolicySet
 from webhook.policy.suites import SuiteResult, load_suites, run_suites
 
@@ -27,5 +28,6 @@ __all__ = [
     "load_suites",
     "policy_files",
     "read_sources",
+    "rule_dict_matches",
     "run_suites",
 ]

@@ -84,6 +84,20 @@ def rule_matches(rule: Rule, attributes: Attributes, resource: GroupVersionResou
     )
 
 
+def rule_dict_matches(rule: Mapping[str, Any], request: Mapping[str, Any]) -> bool:
+    """``rule_matches`` for a ``RuleWithOperations`` as a JSON dict (a webhook configuration's ``rules`` entry:
+    ``operations``, ``apiGroups``, ``apiVersions``, ``resources``, ``scope``) and an AdmissionRequest dict."""
+    parsed = Rule(
+        operations=tuple(rule.get("operations") or ()),
+        api_groups=tuple(rule.get("apiGroups") or ()),
+        api_versions=tuple(rule.get("apiVersions") or ()),
+        resources=tuple(rule.get("resources") or ()),
+        scope=str(rule.get("scope") or "*"),
+    )
+    attributes = Attributes.from_request(request)
+    return rule_matches(parsed, attributes, attributes.resource)
+
+
 def _scope(scope: str, attributes: Attributes, resource: GroupVersionResource) -> bool:
     # attributes.namespace is the namespace's own name for requests on Namespace objects.
     if scope == "Namespaced":
