@@ -752,3 +752,28 @@ def test_diagnose_reads_what_the_checks_need_and_no_secret_when_a_deployment_is_
     without = FakeReads(observed(deployments=[]), secrets=[release_secret()])
     assert check(diagnose(without), "operator-controller").result == WARN
     assert ("secrets", "owner=operator-controller") in without.calls
+
+
+@pytest.mark.parametrize(
+    ("rules", "sent"),
+    [
+        pytest.param([{"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["secrets"]}],
+                     False, id="a rule for UPDATEs only misses the CREATE"),
+        pytest.param([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["secrets"],
+                       "scope": "Cluster"}], False, id="a cluster-scoped rule misses a namespaced Secret"),
+        pytest.param([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}],
+                     True, id="wildcards send it"),
+        pytest.param([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["secrets/*"]}],
+                     True, id="secrets/* covers the Secret too, as rules.Matcher splits it (sub * matches none)"),
+    ],
+)  # fmt: skip
+def test_the_gate_webhooks_rules_are_matched_as_the_api_server_does(rules, sent):
+    configurations = webhook_configurations()
+    for configuration in configurations:
+        for hook in configuration["webhooks"]:
+            if hook["name"] == "upgrades-helm.upgrade-gate.dev":
+                hook["rules"] = rules
+    gate = check(examine(observed(webhook_configurations=configurations)), "gate-webhooks")
+    assert (gate.result == OK) == sent, gate
+    if not sent:
+        assert "its rules do not send the CREATE of secrets" in gate.message
