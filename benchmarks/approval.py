@@ -33,10 +33,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.apiserver import wait_for  # noqa: E402 - after the repository root is importable
+from tests.apiserver import cluster_admin, wait_for  # noqa: E402 - after the repository root is importable
 from tests.integration.conftest import controlling, install_gate, serving  # noqa: E402
 from tests.integration.olm import APPROVER_GROUP, approve, propose  # noqa: E402
-from tests.olm_harness import Olm, cluster_admin, running, unavailable  # noqa: E402
+from tests.olm_harness import Olm, running, unavailable  # noqa: E402
 
 REVISIONS = ("olm.operatorframework.io/v1", "ClusterExtensionRevision")
 

@@ -73,6 +73,18 @@ def skip_unless_available(component: str, reason: str | None) -> None:
     pytest.skip(reason)
 
 
+def cluster_admin(name: str, subject: dict[str, str]) -> dict[str, Any]:
+    """A ClusterRoleBinding ``name`` of cluster-admin to ``subject`` (a User, Group or ServiceAccount)."""
+    api_group = {} if subject["kind"] == "ServiceAccount" else {"apiGroup": "rbac.authorization.k8s.io"}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{**api_group, **subject}],
+    }
+
+
 def upstream_crds() -> Path:
     """Upstream OLM v1's CRDs (ClusterExtension, ClusterObjectSet, ClusterCatalog) beside the harness."""
     return harness_path().parent / "crds"

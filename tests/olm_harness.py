@@ -90,7 +90,7 @@ class Olm:
         kube.apply(
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "installer", "namespace": namespace}}
         )
-        kube.apply(cluster_admin(f"{package}-installer", account))
+        kube.apply(apiserver.cluster_admin(f"{package}-installer", account))
         catalog = {
             "packageName": package,
             "channels": ["stable"],
@@ -123,24 +123,12 @@ class Olm:
         return next((c for c in conditions if c["type"] == "Progressing"), {})
 
 
-def cluster_admin(name: str, subject: dict[str, str]) -> dict[str, Any]:
-    """A ClusterRoleBinding ``name`` of cluster-admin to ``subject`` (a User, Group or ServiceAccount)."""
-    api_group = {} if subject["kind"] == "ServiceAccount" else {"apiGroup": "rbac.authorization.k8s.io"}
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [{**api_group, **subject}],
-    }
-
-
 def cluster_admin_binding(namespace: str) -> dict[str, Any]:
     """operator-controller's ServiceAccount bound to cluster-admin, as the manifests of the release built here
     (v1.11.0) bind it: that release installs a bundle as itself, no longer as ``spec.serviceAccount``, and the
     harness applies the RBAC of an older build, which lacks this binding."""
     subject = {"kind": "ServiceAccount", "name": "operator-controller-controller-manager", "namespace": namespace}
-    return cluster_admin("operator-controller-cluster-admin-rolebinding", subject)
+    return apiserver.cluster_admin("operator-controller-cluster-admin-rolebinding", subject)
 
 
 @functools.cache

@@ -28,7 +28,7 @@ import helm_python as helm
 import pytest
 import yaml
 
-from tests.apiserver import ROOT, ApiServer, upstream_crds, wait_for
+from tests.apiserver import ROOT, ApiServer, cluster_admin, upstream_crds, wait_for
 from tests.integration.olm import APPROVER_GROUP, OLM_NAMESPACE, OPERATOR_CONTROLLER
 from tests.serve.process import terminate
 
@@ -104,16 +104,7 @@ def cluster(apiserver: ApiServer) -> ApiServer:
     ]
     apiserver.apply(
         [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in namespaces]
-        + [
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": {"name": name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", **subject}],
-            }
-            for name, subject in bindings
-        ]
+        + [cluster_admin(name, subject) for name, subject in bindings]
     )
     return apiserver
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver import wait_for
+from tests.apiserver import cluster_admin, wait_for
 from tests.integration.conftest import Webhook, controlling, install_gate, serving
 from tests.integration.olm import APPROVER_GROUP, HELM_GATE, POLICY, approve, propose
-from tests.olm_harness import EXTENSIONS, Olm, cluster_admin
+from tests.olm_harness import EXTENSIONS, Olm
 
 ADMISSION = "admissionregistration.k8s.io/v1"
 
