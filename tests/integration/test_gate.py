@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import datetime
 
+import yaml
 from kubernetes import client
 
 from tests.apiserver import wait_for
@@ -128,6 +129,34 @@ def test_a_freeze_window_holds_an_approved_upgrade(cluster, webhook):
         for s in core.list_namespaced_secret(OLM_NAMESPACE, label_selector="name=vault").items
     ]
     assert names == [], "a denied release was stored"
+    admitted(operator_controller, upgrade)
+
+
+# --- the settings ConfigMap in the cluster is the authority ----------------------------------------------------------
+
+
+def test_the_settings_configmap_in_the_cluster_wins_over_the_one_beside_the_policies(cluster, webhook):
+    """The bindings' paramRef names upgrade-gate-system/upgrade-gate-settings: a ConfigMap there decides (as it
+    would for the API server's own admission), the file beside the policies only while the cluster has none."""
+    operator_controller = as_operator_controller(cluster)
+    core = client.CoreV1Api(cluster.client())
+    extension(cluster.client(), "nginx", "1.0.0")
+    propose(cluster, "nginx", "1.1.0")
+    approve(cluster, "nginx-1.1.0")
+    upgrade = index_secret("nginx", 2, "1.1.0", "pending-upgrade")
+    settings = yaml.safe_load((webhook.policies / "settings.yaml").read_text())
+    now = datetime.datetime.now(datetime.UTC)
+    hour = datetime.timedelta(hours=1)
+    window = f"{now - hour:%Y-%m-%dT%H:%M:%SZ}/{now + hour:%Y-%m-%dT%H:%M:%SZ}"
+    settings["data"]["freezeWindows"] = window
+    core.create_namespaced_config_map("upgrade-gate-system", settings)
+    try:
+        held = POLICY + f"upgrade of nginx from 1.0.0 to 1.1.0 is approved but held by the freeze window {window}"
+        wait_for(lambda: create(operator_controller, upgrade, dry_run=True) is not None, "the cluster's settings")
+        denied(operator_controller, upgrade, HELM_GATE, held)
+    finally:
+        core.delete_namespaced_config_map("upgrade-gate-settings", "upgrade-gate-system")
+    wait_for(lambda: create(operator_controller, upgrade, dry_run=True) is None, "the file's settings again")
     admitted(operator_controller, upgrade)
 
 

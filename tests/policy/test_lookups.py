@@ -62,6 +62,6 @@ def test_the_bundled_policies_read_the_olm_and_add_on_kinds_and_their_settings_c
             ("olm.operatorframework.io/v1", "ClusterExtensionRevision"),
             ("v1", "Namespace"),
         ),
-        params=(("v1", "ConfigMap"),),
+        params=(("v1", "ConfigMap", "upgrade-gate-system"),),
         computed=(),
     )

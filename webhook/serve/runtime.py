@@ -313,7 +313,8 @@ class PolicyRuntime:
             return self._compiled
 
     def attach(self, cluster: ClusterCache) -> None:
-        """Serve lookups from ``cluster`` too (after params and objects); rebuilds the current admitter."""
+        """Serve lookups and params from ``cluster`` first (before the param objects beside the policies and the
+        ``--objects`` manifests, which fill in what the cluster lacks); rebuilds the current admitter."""
         self.cluster = cluster
         self.staged = self._compiled = None
         if self.snapshot is not None:
@@ -324,7 +325,7 @@ class PolicyRuntime:
         self, generation: int, sources: tuple[Source, ...], policies: PolicySet, objects: tuple[KubeObject, ...]
     ) -> Snapshot:
         cluster = [self.cluster] if self.cluster is not None else []
-        store = LayeredObjectStore([InMemoryObjectStore(policies.params), InMemoryObjectStore(objects), *cluster])
+        store = LayeredObjectStore([*cluster, InMemoryObjectStore(policies.params), InMemoryObjectStore(objects)])
         return Snapshot(generation, sources, policies, objects, self.make_admitter(policies, store))
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:

@@ -1,7 +1,9 @@
 """The objects the webhook composes its store from: manifests read from files (``webhook.objects`` layers them).
 
-A policy's params and lookups are served, in order, from the param objects given beside the policies, the
-``--objects`` manifests, then the cluster cache; the first layer that has an object wins.
+A policy's params and lookups are served, in order, from the cluster cache (when a cluster is watched: the
+cluster's objects, the settings ConfigMap included, are authoritative, as they are to the API server), the param
+objects given beside the policies, then the ``--objects`` manifests; the first layer that has an object wins.
+Without a cluster, or for an object the cluster lacks, the files beside the policies are the defaults.
 """
 
 from __future__ import annotations

@@ -116,6 +116,30 @@ def test_namespaced_objects_are_found_in_their_namespace_only() -> None:
     assert cache.get("v1", "Secret", "approvers", "upgrade-gate") is None
 
 
+class PerNamespace(Scripted):
+    """A ``Source`` listing each namespace's objects of a kind (and no watch events)."""
+
+    def __init__(self, objects: dict[str, list[KubeObject]]) -> None:
+        super().__init__(lists=[], watches=[])
+        self.objects = objects
+
+    def list(self, resource: Resource) -> tuple[list[KubeObject], str]:
+        return self.objects.get(resource.namespace or "", []), "1"
+
+
+def test_a_kind_watched_in_two_namespaces_keeps_the_objects_of_both() -> None:
+    """A param kind is watched where each binding's paramRef names it: one namespace's list must not replace the
+    other's."""
+    source = PerNamespace({"a": [obj("settings", "1", "a")], "b": [obj("settings", "2", "b")]})
+    resources = [Resource("v1", "ConfigMap", "configmaps", "a"), Resource("v1", "ConfigMap", "configmaps", "b")]
+    cache = WatchCache(source, resources).start()
+    eventually(lambda: not cache.unsynced())
+    cache.stop()
+    assert cache.get("v1", "ConfigMap", "settings", "a") == obj("settings", "1", "a")
+    assert cache.get("v1", "ConfigMap", "settings", "b") == obj("settings", "2", "b")
+    assert [o["metadata"]["namespace"] for o in cache.list("v1", "ConfigMap")] == ["a", "b"]
+
+
 @pytest.mark.parametrize(
     ("resource", "path"),
     [
@@ -182,15 +206,18 @@ def test_the_cache_watches_every_kind_the_bundled_policies_look_up() -> None:
     watched = {(resource.api_version, resource.kind) for resource in resources if resource.namespace is None}
     assert set(calls) <= watched
     params = [resource for resource in resources if resource.namespace is not None]
-    assert params == [Resource("v1", "ConfigMap", "configmaps", "upgrade-gate")]
+    assert params == [Resource("v1", "ConfigMap", "configmaps", "upgrade-gate-system")], "where the bindings name it"
 
 
-def test_a_kind_read_everywhere_is_watched_in_every_namespace_and_a_param_kind_in_the_given_one() -> None:
+def test_a_kind_read_everywhere_is_watched_in_every_namespace_and_a_param_kind_where_its_binding_names_it() -> None:
     reads = ClusterReads(
-        everywhere=(("v1", "Namespace"), ("example.com/v1", "Policy")), params=(("v1", "Secret"),), computed=()
+        everywhere=(("v1", "Namespace"), ("example.com/v1", "Policy")),
+        params=(("v1", "Secret", ""), ("v1", "Secret", "ug"), ("v1", "ConfigMap", "settings")),
+        computed=(),
     )
     assert policy_resources(reads, "ug") == (
         Resource("v1", "Namespace", "namespaces"),
         Resource("example.com/v1", "Policy", "policies"),
         Resource("v1", "Secret", "secrets", "ug"),
+        Resource("v1", "ConfigMap", "configmaps", "settings"),
     )

@@ -60,11 +60,15 @@ class Resource:
 
 def policy_resources(reads: ClusterReads, namespace: str) -> tuple[Resource, ...]:
     """The resources to watch for a policy set that ``reads`` these kinds (``webhook.policy.lookups``): each kind
-    read everywhere in all namespaces, each namespaced param kind in ``namespace`` only (where the chart's Role
-    lets the webhook read its params). A kind's resource is its default plural (``objects.plural_of``), as
-    Kubernetes and CRDs name them."""
+    read everywhere in all namespaces, each namespaced param kind in the namespace its bindings' ``paramRef``
+    names, as the API server reads it (``namespace``, the deployment's own, where none is named). The chart's
+    Role lets the webhook read its params in its own namespace: a ``paramRef`` naming another namespace needs a
+    Role there, else that resource never syncs and ``/readyz`` says so. A kind's resource is its default plural
+    (``objects.plural_of``), as Kubernetes and CRDs name them."""
     everywhere = [Resource(api_version, kind, plural_of(kind)) for api_version, kind in reads.everywhere]
-    params = [Resource(api_version, kind, plural_of(kind), namespace) for api_version, kind in reads.params]
+    params = dict.fromkeys(
+        Resource(api_version, kind, plural_of(kind), named or namespace) for api_version, kind, named in reads.params
+    )
     return (*everywhere, *params)
 
 
@@ -160,7 +164,11 @@ class WatchCache:
         self.resources = tuple(resources)
         self.resync_s = resync_s
         self.backoff_s = backoff_s
-        self._objects: dict[tuple[str, str], _Objects] = {}
+        self._objects: dict[Resource, _Objects] = {}  # each resource's objects, once listed
+        self._of_kind: dict[tuple[str, str], tuple[Resource, ...]] = {}
+        for resource in self.resources:
+            key = (resource.api_version, resource.kind)
+            self._of_kind[key] = (*self._of_kind.get(key, ()), resource)
         self._failing: dict[Resource, str] = {}  # the resources whose last list or watch failed, and why
         self._stop = threading.Event()
 
@@ -176,11 +184,15 @@ class WatchCache:
 
     def unsynced(self) -> list[str]:
         """The resources not listed yet, as ``Kind.apiVersion`` texts."""
-        return [str(r) for r in self.resources if (r.api_version, r.kind) not in self._objects]
+        return [str(r) for r in self.resources if r not in self._objects]
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> KubeObject | None:
         """See ``ObjectStore.get``."""
-        return self._objects.get((api_version, kind), {}).get((namespace or "", name))
+        for objects in self._listed(api_version, kind):
+            found = objects.get((namespace or "", name))
+            if found is not None:
+                return found
+        return None
 
     def list(
         self,
@@ -190,13 +202,20 @@ class WatchCache:
         selector: LabelSelector | None = None,
     ) -> list[KubeObject]:
         """See ``ObjectStore.list``."""
-        objects = self._objects.get((api_version, kind), {})
+        objects = {key: obj for listed in self._listed(api_version, kind) for key, obj in listed.items()}
         return [
             objects[key]
             for key in sorted(objects)
             if (namespace is None or key[0] == namespace)
             and (selector is None or selector.matches((objects[key].get("metadata") or {}).get("labels")))
         ]
+
+    def _listed(self, api_version: str, kind: str) -> Iterator[_Objects]:
+        """The objects of each listed resource of the kind (one per namespace it is watched in)."""
+        for resource in self._of_kind.get((api_version, kind), ()):
+            objects = self._objects.get(resource)
+            if objects is not None:
+                yield objects
 
     def sync_once(self, resource: Resource) -> None:
         """List ``resource``, then follow its watches until the resync period ends. Raises ``ClusterError``
@@ -206,18 +225,14 @@ class WatchCache:
         except NotServed as error:
             # An absent kind has no objects; being synced, it does not hold readiness back. Checked again later.
             log.warning("kind not served; looked up as empty", extra=logs.fields({logs.ERROR: str(error)}))
-            self._objects[(resource.api_version, resource.kind)] = MappingProxyType({})
+            self._objects[resource] = MappingProxyType({})
             self._stop.wait(min(self.resync_s, NOT_SERVED_RECHECK_S))
             return
         if self._failing.pop(resource, None) is not None:
             log.info("watch works again", extra=logs.fields({logs.RESOURCE: str(resource)}))
         listed = {_key(obj): obj for obj in items}
-        gone = [
-            obj
-            for key, obj in self._objects.get((resource.api_version, resource.kind), {}).items()
-            if key not in listed
-        ]
-        self._objects[(resource.api_version, resource.kind)] = MappingProxyType(listed)
+        gone = [obj for key, obj in self._objects.get(resource, {}).items() if key not in listed]
+        self._objects[resource] = MappingProxyType(listed)
         if self.listener is not None:
             for obj in gone:
                 self.listener(resource, "DELETED", obj)
@@ -234,12 +249,12 @@ class WatchCache:
                     self._apply(resource, kind, obj)
 
     def _apply(self, resource: Resource, kind: str, obj: KubeObject) -> None:
-        current = dict(self._objects.get((resource.api_version, resource.kind), {}))
+        current = dict(self._objects.get(resource, {}))
         if kind == "DELETED":
             current.pop(_key(obj), None)
         else:
             current[_key(obj)] = obj
-        self._objects[(resource.api_version, resource.kind)] = MappingProxyType(current)
+        self._objects[resource] = MappingProxyType(current)
         if self.listener is not None:
             self.listener(resource, kind, obj)
 
