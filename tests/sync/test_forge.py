@@ -4,6 +4,7 @@ drives, the same on both forges."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -155,3 +156,155 @@ def test_the_loopback_server_answers_as_the_transport_does(fake: type[FakeForge]
         assert client.pull_request(pull.number) == pull
         with pytest.raises(GitError, match=f"^{make.name}: GET .*/{pull.number + 1}: HTTP 404 "):
             client.pull_request(pull.number + 1)
+
+
+MARKER = "<!-- upgrade-gate:review -->"
+COMMENT_URL = {
+    FakeGitHub: r"https://github\.invalid/example-org/clusters/pull/1#issuecomment-(\d+)",
+    FakeGitLab: r"https://gitlab\.invalid/example-org/clusters/-/merge_requests/1#note_(\d+)",
+}
+
+
+def _comments(forge: FakeForge, number: int) -> list[dict[str, Any]]:
+    """The comments of pull request ``number`` as the forge holds them, oldest first."""
+    if isinstance(forge, FakeGitLab):
+        return forge.notes.get(number, [])
+    assert isinstance(forge, FakeGitHub)
+    return forge.comments.get(number, [])
+
+
+def _opened(fake: type[FakeForge]) -> tuple[FakeForge, int]:
+    forge = fake("example-org/clusters")
+    return forge, forge.client().create_pull_request("upgrade-gate/a", "main", "T", "", labels=(), reviewers=()).number
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_a_marked_comment_is_created_once_then_edited_in_place(fake: type[FakeForge]) -> None:
+    forge, number = _opened(fake)
+    client = forge.client()
+    forge.comment(number, "alice", "looks fine")
+    first = client.upsert_comment(number, MARKER, "verdict: allowed")
+    second = client.upsert_comment(number, MARKER, f"{MARKER}\nverdict: denied")
+    assert re.fullmatch(COMMENT_URL[fake], first) and first == second
+    assert [c["body"] for c in _comments(forge, number)] == ["looks fine", f"{MARKER}\nverdict: denied"]
+    written = len(forge.requests)
+    assert client.upsert_comment(number, MARKER, "verdict: denied") == first
+    assert not [r for r in forge.requests[written:] if not r.startswith("GET ")]  # unchanged: nothing written
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_a_persons_edit_is_overwritten_and_a_comment_whose_marker_was_removed_is_left_alone(
+    fake: type[FakeForge],
+) -> None:
+    forge, number = _opened(fake)
+    client = forge.client()
+    client.upsert_comment(number, MARKER, "one")
+    _comments(forge, number)[0]["body"] = f"{MARKER}\none, and a person's note"
+    client.upsert_comment(number, MARKER, "two")
+    assert [c["body"] for c in _comments(forge, number)] == [f"{MARKER}\ntwo"]
+    _comments(forge, number)[0]["body"] = "two, marker deleted"
+    client.upsert_comment(number, MARKER, "three")
+    assert [c["body"] for c in _comments(forge, number)] == ["two, marker deleted", f"{MARKER}\nthree"]
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_the_marked_comment_is_found_past_the_first_page(fake: type[FakeForge]) -> None:
+    forge, number = _opened(fake)
+    forge.comment(number, "bot", f"{MARKER}\nold")
+    for index in range(120):
+        forge.comment(number, "alice", f"comment {index}")
+    forge.client().upsert_comment(number, MARKER, "new")
+    assert len(_comments(forge, number)) == 121
+    assert _comments(forge, number)[0]["body"] == f"{MARKER}\nnew"
+
+
+def test_gitlab_a_system_note_carrying_the_marker_is_not_the_comment() -> None:
+    forge, number = _opened(FakeGitLab)
+    assert isinstance(forge, FakeGitLab)
+    forge.comment(number, "ghost", f"changed the description {MARKER}", system=True)
+    forge.client().upsert_comment(number, MARKER, "verdict")
+    assert [n["body"] for n in forge.notes[number]] == [f"changed the description {MARKER}", f"{MARKER}\nverdict"]
+
+
+DASHBOARD = "<!-- upgrade-gate:dashboard -->"
+
+
+def _issues(forge: FakeForge) -> list[tuple[str, str, str]]:
+    """``(title, body, state)`` of every issue, by number."""
+    text = "body" if isinstance(forge, FakeGitHub) else "description"
+    return [(i["title"], i[text], i["state"]) for _, i in sorted(forge.issues.items())]
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_the_marked_issue_is_created_once_then_edited_and_a_closed_one_is_replaced(fake: type[FakeForge]) -> None:
+    forge = fake("example-org/clusters")
+    client = forge.client()
+    first = client.upsert_issue("Dashboard", DASHBOARD, "one")
+    assert re.fullmatch(r"https://git(hub|lab)\.invalid/example-org/clusters(/-)?/issues/1", first)
+    assert client.upsert_issue("Dashboard (2)", DASHBOARD, "two") == first
+    assert _issues(forge) == [("Dashboard (2)", f"{DASHBOARD}\ntwo", "open" if fake is FakeGitHub else "opened")]
+    forge.issues[1]["state"] = "closed"
+    assert client.upsert_issue("Dashboard", DASHBOARD, "three") != first
+    assert [state for _, _, state in _issues(forge)] == ["closed", "open" if fake is FakeGitHub else "opened"]
+
+
+def test_github_a_pull_request_carrying_the_marker_is_not_the_issue(github: FakeGitHub) -> None:
+    client = _client(github)
+    client.create_pull_request("b", "main", "T", f"quoting {DASHBOARD}", labels=(), reviewers=())
+    url = client.upsert_issue("Dashboard", DASHBOARD, "table")
+    assert url == "https://github.invalid/example-org/clusters/issues/2"  # numbered after the pull request
+    assert github.pulls[1]["body"] == f"quoting {DASHBOARD}"
+
+
+@pytest.mark.parametrize(
+    ("fake", "message"),
+    [
+        (
+            FakeGitHub,
+            "github: cannot write the comment <!-- upgrade-gate:review --> on pull request #1: "
+            "GET /repos/example-org/clusters/issues/1/comments: "
+            "rate limited (HTTP 403, the limit resets at 2026-03-01T13:00:00Z)",
+        ),
+        (
+            FakeGitLab,
+            "gitlab: cannot write the comment <!-- upgrade-gate:review --> on merge request !1: "
+            "POST /projects/example-org%2Fclusters/merge_requests/1/notes: rate limited (HTTP 429, retry after 60 s)",
+        ),
+    ],
+    ids=["on GitHub", "on GitLab"],
+)
+def test_a_rate_limited_write_is_one_line_naming_the_forge_and_what_was_written(
+    fake: type[FakeForge], message: str
+) -> None:
+    forge, number = _opened(fake)
+    forge.rate_limit(only="comments$|notes$" if fake is FakeGitHub else "POST .*/notes$")
+    with pytest.raises(GitError) as raised:
+        forge.client().upsert_comment(number, MARKER, "verdict")
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_a_forge_down_while_the_issue_is_written_is_one_line(fake: type[FakeForge]) -> None:
+    forge = fake("example-org/clusters")
+    forge.outage(502, headers={"retry-after": "5"})  # a 5xx is no rate limit, whatever its headers
+    with pytest.raises(
+        GitError,
+        match=f"^{fake.__name__[4:].lower()}: cannot write the issue {DASHBOARD} "
+        r"\(Dashboard\): GET /\S+/issues: HTTP 502 \{\"message\": \"Bad Gateway\"\}$",
+    ):
+        forge.client().upsert_issue("Dashboard", DASHBOARD, "table")
+
+
+def test_github_a_403_without_rate_limit_headers_is_a_refusal(github: FakeGitHub) -> None:
+    github.outage(403, headers={"x-ratelimit-remaining": "4999"})
+    with pytest.raises(GitError, match=r"^github: cannot write .*: HTTP 403 \{\"message\": \"Forbidden\"\}$"):
+        _client(github).upsert_issue("Dashboard", DASHBOARD, "table")
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_a_rate_limit_is_read_from_the_headers_over_http(fake: type[FakeForge]) -> None:
+    with fake("example-org/clusters") as forge:
+        make = GitHub if isinstance(forge, FakeGitHub) else GitLab
+        forge.rate_limit()
+        with pytest.raises(GitError, match=r": rate limited \(HTTP 4\d\d, "):
+            make(forge.url, forge.repository, "token").upsert_issue("Dashboard", DASHBOARD, "table")

@@ -5,7 +5,10 @@ A pull request is found by its head branch (one per branch, as Renovate does); "
 being merged. When the sync loop withdraws its own pull request it closes it with ``AUTOCLOSED`` appended to
 the title, as Renovate does: only a pull request closed under the proposal's own title (closed by a person)
 declines that proposal. Every failure (unreachable, HTTP error, unexpected JSON) raises ``GitError``
-``<forge>: <METHOD> <path>: <problem>``; the token never appears in messages.
+``<forge>: <METHOD> <path>: <problem>``, one line; the token never appears in messages. A rate limit (GitHub's
+403 or 429 with ``x-ratelimit-remaining: 0`` or ``retry-after``, GitLab's 429) reads ``rate limited (HTTP 429,
+retry after 60 s)``; a write the sync loop repeats each run (``upsert_comment``, ``upsert_issue``) names what was
+being written: ``<forge>: cannot write <what>: <METHOD> <path>: <problem>``.
 
 HTTP goes through a ``Transport`` (default ``urllib_transport``); ``webhook.io.forges.fake`` has a fake GitHub
 and a fake GitLab serving the clients' subsets (``github``, ``gitlab``) in memory, as a transport or on a
@@ -14,12 +17,14 @@ loopback port.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from webhook.errors import GitError
@@ -86,6 +91,21 @@ class Forge(Protocol):
     def is_team_member(self, team: str, login: str) -> bool:
         """Whether ``login`` is a member of ``team`` (GitHub ``ORG/TEAM-SLUG``, GitLab group path)."""
 
+    def upsert_comment(self, number: int, marker: str, body: str) -> str:
+        """Create, or update in place, the one comment of pull request ``number`` whose body contains ``marker``
+        (a hidden HTML comment such as ``<!-- upgrade-gate:review -->``); its web URL.
+
+        ``body`` is written as given when it contains ``marker``, else under a first line holding ``marker``.
+        The oldest comment carrying the marker is the one updated, and only when its body differs. A person's
+        edit of the rest of that comment is overwritten; a comment whose marker a person edited away is no
+        longer found, so a new one is created. Raises ``GitError`` ``<forge>: cannot write ...``."""
+
+    def upsert_issue(self, title: str, marker: str, body: str) -> str:
+        """Create, or update in place (title and body), the one open issue whose body contains ``marker``; its
+        web URL. Pull requests are not issues here; ``body`` and a person's edits are treated as
+        ``upsert_comment`` treats them; a closed issue is left closed and a new one is opened. Raises
+        ``GitError`` ``<forge>: cannot write ...``."""
+
 
 @dataclass(frozen=True, slots=True)
 class HttpRequest:
@@ -99,10 +119,12 @@ class HttpRequest:
 
 @dataclass(frozen=True, slots=True)
 class HttpResponse:
-    """A forge's answer: HTTP ``status`` and ``body`` bytes (any status: the client reads 4xx and 5xx)."""
+    """A forge's answer: HTTP ``status``, ``body`` bytes (any status: the client reads 4xx and 5xx) and
+    ``headers`` (names lower-cased)."""
 
     status: int
     body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class Transport(Protocol):
@@ -118,10 +140,14 @@ def urllib_transport(request: HttpRequest, timeout_s: float) -> HttpResponse:
     sent = urllib.request.Request(request.url, data=request.body, method=request.method, headers=dict(request.headers))
     try:
         with urllib.request.urlopen(sent, timeout=timeout_s) as response:
-            return HttpResponse(response.status, response.read())
+            return HttpResponse(response.status, response.read(), _lower(response.headers.items()))
     except urllib.error.HTTPError as error:
         with error:
-            return HttpResponse(error.code, error.read())
+            return HttpResponse(error.code, error.read(), _lower(error.headers.items()))
+
+
+def _lower(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    return {name.lower(): value for name, value in headers}
 
 
 class JsonApi:
@@ -160,8 +186,11 @@ class JsonApi:
             raise GitError(f"{self.name}: {method} {path}: {reason}") from None
         if response.status == 404 and absent is not _RAISE:
             return absent
+        limited = rate_limit(response)
+        if limited:
+            raise GitError(f"{self.name}: {method} {path}: {limited}")
         if response.status >= 400:
-            detail = response.body.decode("utf-8", "replace")[:200]
+            detail = " ".join(response.body.decode("utf-8", "replace")[:200].split())
             raise GitError(f"{self.name}: {method} {path}: HTTP {response.status} {detail}".rstrip())
         try:
             return json.loads(response.body) if response.body else None
@@ -180,6 +209,64 @@ class JsonApi:
             if len(answer) < PAGE_SIZE:
                 return items
             page += 1
+
+    def upsert_marked(
+        self,
+        listed: Iterable[Any],
+        marker: str,
+        create: str,
+        update: tuple[str, str],
+        payload: Mapping[str, str],
+        *,
+        text: str = "body",
+    ) -> Mapping[str, Any]:
+        """The first of ``listed`` (JSON objects) whose field ``text`` holds ``marker``: unchanged when its fields
+        already equal ``payload`` (its ``text`` under ``marker``, ``marked``), else updated by ``update`` (method
+        and path, with ``{id}``/``{number}``/``{iid}`` filled from the item); ``POST create`` with ``payload``
+        when none holds it. The written object."""
+        payload = {**payload, text: marked(marker, payload[text])}
+        found = next((i for i in listed if isinstance(i, Mapping) and marker in str(i.get(text) or "")), None)
+        if found is None:
+            answer = self.call("POST", create, body=dict(payload))
+        elif all(found.get(key) == value for key, value in payload.items()):
+            answer = found
+        else:
+            answer = self.call(update[0], update[1].format(**found), body=dict(payload))
+        if not isinstance(answer, Mapping):
+            raise GitError(f"{self.name}: {create}: expected a JSON object")
+        return answer
+
+    @contextlib.contextmanager
+    def writing(self, what: str) -> Iterator[None]:
+        """Re-raise a ``GitError`` of the calls inside as ``<forge>: cannot write <what>: <problem>``."""
+        try:
+            yield
+        except GitError as error:
+            problem = str(error).removeprefix(f"{self.name}: ")
+            raise GitError(f"{self.name}: cannot write {what}: {problem}") from None
+
+
+def rate_limit(response: HttpResponse) -> str:
+    """``rate limited (HTTP <status>, <when to retry>)`` when ``response`` refuses for a rate limit, else ``""``.
+
+    GitHub (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api) answers 403 or 429
+    with ``x-ratelimit-remaining: 0`` and ``x-ratelimit-reset`` (UTC epoch seconds) for its primary limit and
+    ``retry-after`` (seconds) for a secondary one; GitLab answers 429 with ``Retry-After``."""
+    headers = response.headers
+    exhausted = headers.get("x-ratelimit-remaining") == "0"
+    if not (response.status == 429 or (response.status == 403 and (exhausted or "retry-after" in headers))):
+        return ""
+    if headers.get("retry-after", "").isdigit():
+        return f"rate limited (HTTP {response.status}, retry after {headers['retry-after']} s)"
+    if exhausted and headers.get("x-ratelimit-reset", "").isdigit():
+        reset = datetime.datetime.fromtimestamp(int(headers["x-ratelimit-reset"]), datetime.UTC)
+        return f"rate limited (HTTP {response.status}, the limit resets at {reset:%Y-%m-%dT%H:%M:%SZ})"
+    return f"rate limited (HTTP {response.status})"
+
+
+def marked(marker: str, body: str) -> str:
+    """``body`` as written under ``marker``: unchanged when it contains ``marker``, else below it."""
+    return body if marker in body else f"{marker}\n{body}"
 
 
 def quote_segment(segment: str) -> str:

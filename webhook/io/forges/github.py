@@ -10,12 +10,20 @@
       GET   /repos/{owner}/{repo}/pulls/{number}          one pull request (head/base ref and sha)
     (https://docs.github.com/en/rest/pulls/reviews)
       GET   /repos/{owner}/{repo}/pulls/{number}/reviews?per_page=100&page=N   reviews, oldest first
+    (https://docs.github.com/en/rest/issues/comments, https://docs.github.com/en/rest/issues/issues)
+      GET   /repos/{owner}/{repo}/issues/{number}/comments?per_page=100&page=N   comments, oldest first
+      POST  /repos/{owner}/{repo}/issues/{number}/comments     {body}            comment
+      PATCH /repos/{owner}/{repo}/issues/comments/{id}         {body}            edit a comment
+      GET   /repos/{owner}/{repo}/issues?state=open&sort=created&direction=asc   open issues and pull requests
+      POST  /repos/{owner}/{repo}/issues                       {title, body}     open an issue
+      PATCH /repos/{owner}/{repo}/issues/{number}              {title, body}     edit an issue
     (https://docs.github.com/en/rest/teams/members)
       GET   /orgs/{org}/teams/{team_slug}/memberships/{username}   200 {state: active|pending, role}; 404
 
 Approving reviewers: each user's latest review that is not ``COMMENTED`` (nor a ``PENDING`` draft) decides:
 ``APPROVED`` counts, ``CHANGES_REQUESTED`` or ``DISMISSED`` cancels an earlier approval. A team is
-``ORG/TEAM-SLUG`` (an active membership counts, a pending invitation does not).
+``ORG/TEAM-SLUG`` (an active membership counts, a pending invitation does not). The issues list holds pull
+requests too (those with a ``pull_request`` key): ``upsert_issue`` skips them.
 """
 
 from __future__ import annotations
@@ -106,6 +114,26 @@ class GitHub(JsonApi):
         path = f"/orgs/{quote_segment(org)}/teams/{quote_segment(slug)}/memberships/{quote_segment(login)}"
         membership = self.call("GET", path, absent=None)
         return isinstance(membership, Mapping) and membership.get("state") == "active"
+
+    def upsert_comment(self, number: int, marker: str, body: str) -> str:
+        """The issue comment of pull request ``number`` holding ``marker``, created or edited (``Forge``); its
+        ``html_url``."""
+        with self.writing(f"the comment {marker} on pull request #{number}"):
+            path = f"/repos/{self._repo}/issues/{number}/comments"
+            update = ("PATCH", f"/repos/{self._repo}/issues/comments/{{id}}")
+            comment = self.upsert_marked(self.pages(path, {}), marker, path, update, {"body": body})
+            return str(comment.get("html_url") or "")
+
+    def upsert_issue(self, title: str, marker: str, body: str) -> str:
+        """The open issue holding ``marker`` (pull requests skipped), created or edited (``Forge``); its
+        ``html_url``."""
+        with self.writing(f"the issue {marker} ({title})"):
+            path = f"/repos/{self._repo}/issues"
+            query = {"state": "open", "sort": "created", "direction": "asc"}
+            issues = [i for i in self.pages(path, query) if isinstance(i, Mapping) and "pull_request" not in i]
+            payload = {"title": title, "body": body}
+            issue = self.upsert_marked(issues, marker, path, ("PATCH", f"{path}/{{number}}"), payload)
+            return str(issue.get("html_url") or "")
 
     def _pull(self, data: Any) -> PullRequest:
         try:

@@ -8,10 +8,19 @@
       GET   /projects/{id}/merge_requests/{iid}   one merge request (sha, diff_refs.base_sha)
     (https://docs.gitlab.com/api/merge_request_approvals/)
       GET   /projects/{id}/merge_requests/{iid}/approvals   {approved_by: [{user: {username}}]}
+    (https://docs.gitlab.com/api/notes/, https://docs.gitlab.com/api/issues/)
+      GET   /projects/{id}/merge_requests/{iid}/notes?sort=asc&order_by=created_at   notes, oldest first
+      POST  /projects/{id}/merge_requests/{iid}/notes             {body}                 comment
+      PUT   /projects/{id}/merge_requests/{iid}/notes/{note_id}   {body}                 edit a comment
+      GET   /projects/{id}/issues?state=opened&sort=asc&order_by=created_at              open issues
+      POST  /projects/{id}/issues                                 {title, description}   open an issue
+      PUT   /projects/{id}/issues/{iid}                           {title, description}   edit an issue
     (https://docs.gitlab.com/api/members/)
       GET   /groups/{id}/members/all/{user_id}   200 a member (direct or inherited); 404 not a member
 
-Approving reviewers: the users the merge request's approvals list. A team is a group's full path.
+Approving reviewers: the users the merge request's approvals list. A team is a group's full path. A note has no
+URL of its own: its web URL is the merge request's ``web_url`` with ``#note_{id}``; system notes (GitLab's own,
+``system: true``) are never taken for a comment.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ class GitLab(JsonApi):
         self, url: str, repository: str, token: str, timeout_s: float = 30.0, transport: Transport = urllib_transport
     ) -> None:
         super().__init__(url, {"PRIVATE-TOKEN": token} if token else {}, timeout_s, transport)
+        self._issues = f"/projects/{quote_segment(repository)}/issues"
         self._project = f"/projects/{quote_segment(repository)}/merge_requests"
 
     def open_pull_requests(self, base: str) -> dict[str, PullRequest]:
@@ -90,6 +100,25 @@ class GitLab(JsonApi):
             return False
         member = self.call("GET", f"/groups/{quote_segment(team)}/members/all/{users[0]['id']}", absent=None)
         return isinstance(member, Mapping)
+
+    def upsert_comment(self, number: int, marker: str, body: str) -> str:
+        """The note of merge request ``number`` holding ``marker``, created or edited (``Forge``); its web URL."""
+        with self.writing(f"the comment {marker} on merge request !{number}"):
+            pull = self.pull_request(number)
+            path = f"{self._project}/{number}/notes"
+            notes = self.pages(path, {"sort": "asc", "order_by": "created_at"})
+            people = [note for note in notes if isinstance(note, Mapping) and not note.get("system")]
+            note = self.upsert_marked(people, marker, path, ("PUT", f"{path}/{{id}}"), {"body": body})
+            return f"{pull.url}#note_{note.get('id')}"
+
+    def upsert_issue(self, title: str, marker: str, body: str) -> str:
+        """The opened issue holding ``marker``, created or edited (``Forge``); its ``web_url``."""
+        with self.writing(f"the issue {marker} ({title})"):
+            issues = self.pages(self._issues, {"state": "opened", "sort": "asc", "order_by": "created_at"})
+            payload = {"title": title, "description": body}
+            update = ("PUT", f"{self._issues}/{{iid}}")
+            issue = self.upsert_marked(issues, marker, self._issues, update, payload, text="description")
+            return str(issue.get("web_url") or "")
 
     def _pull(self, data: Any) -> PullRequest:
         try:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import abc
 import json
+import re
 import threading
 import urllib.parse
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
@@ -26,14 +28,19 @@ class FakeForge(abc.ABC):
     """A forge's REST API for one repository, in memory. Subclasses set ``root`` (the API's path prefix) and
     implement ``respond``, ``client`` and what a person does on the forge (approve, close, merge...);
     ``requests`` logs ``"METHOD path"`` (below ``root``) of every call, and ``fail_with`` makes every request
-    answer that HTTP status (an outage)."""
+    answer that HTTP status (an outage) with ``fail_headers``, or only the requests whose ``"METHOD path"``
+    matches the regular expression ``fail_only`` (searched; ``""`` matches all)."""
 
     root = ""
+    issues: dict[int, dict[str, Any]]
+    """The issues, by number (GitLab ``iid``), in the forge's shape."""
 
     def __init__(self, repository: str) -> None:
         self.repository = repository
         self.requests: list[str] = []
         self.fail_with: int | None = None
+        self.fail_headers: dict[str, str] = {}
+        self.fail_only = ""
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -69,23 +76,35 @@ class FakeForge(abc.ABC):
 
     def transport(self, request: HttpRequest, timeout_s: float) -> HttpResponse:
         """A ``Transport`` answering in process, whatever the URL's host."""
-        status, data = self.handle(request.method, request.url, request.body)
-        return HttpResponse(status, data)
+        return self.handle(request.method, request.url, request.body)
 
-    def handle(self, method: str, target: str, body: bytes | None) -> tuple[int, bytes]:
-        """The status and body answering ``METHOD target`` (a URL or a path, with its query)."""
+    def handle(self, method: str, target: str, body: bytes | None) -> HttpResponse:
+        """The answer to ``METHOD target`` (a URL or a path, with its query)."""
         parsed = urllib.parse.urlsplit(target)
         if not parsed.path.startswith(self.root):
-            return 404, b'{"message": "Not Found"}'
+            return HttpResponse(404, b'{"message": "Not Found"}')
         query = dict(urllib.parse.parse_qsl(parsed.query))
         with self._lock:
             path = parsed.path[len(self.root) :]
             self.requests.append(f"{method} {path}")
-            if self.fail_with is not None:
-                status, answer = self.fail_with, {"message": "Service Unavailable"}
-            else:
-                status, answer = self.respond(method, path, query, json.loads(body) if body else None)
-        return status, json.dumps(answer).encode()
+            if self.fail_with is not None and re.search(self.fail_only, f"{method} {path}"):
+                answer = {"message": HTTPStatus(self.fail_with).phrase}
+                return HttpResponse(self.fail_with, json.dumps(answer).encode(), dict(self.fail_headers))
+            status, answer = self.respond(method, path, query, json.loads(body) if body else None)
+        return HttpResponse(status, json.dumps(answer).encode())
+
+    def outage(self, status: int, only: str = "", headers: dict[str, str] | None = None) -> None:
+        """Answer HTTP ``status`` with ``headers`` to every request, or to those matching ``only`` (sets
+        ``fail_with``, ``fail_only`` and ``fail_headers``; ``fail_with = None`` ends the outage)."""
+        self.fail_with, self.fail_only, self.fail_headers = status, only, dict(headers or {})
+
+    @abc.abstractmethod
+    def comment(self, number: int, login: str, body: str) -> dict[str, Any]:
+        """``login`` comments on pull request ``number`` (as a person would); the comment."""
+
+    @abc.abstractmethod
+    def rate_limit(self, only: str = "") -> None:
+        """Refuse every request (or those matching ``only``) as the forge does when its rate limit is spent."""
 
     @abc.abstractmethod
     def respond(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
@@ -132,12 +151,14 @@ def _handler(fake: FakeForge) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            status, data = fake.handle(self.command, self.path, self.rfile.read(length) if length else None)
-            self.send_response(status)
+            answer = fake.handle(self.command, self.path, self.rfile.read(length) if length else None)
+            self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Length", str(len(answer.body)))
+            for name, value in answer.headers.items():
+                self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            self.wfile.write(answer.body)
 
         do_GET = do_POST = do_PATCH = do_PUT = _serve
 

@@ -19,8 +19,15 @@ as GitHub does. Reviews (``GET /pulls/{n}/reviews``, oldest first, paginated) ha
 ``user.login``, ``state`` APPROVED/CHANGES_REQUESTED/COMMENTED/DISMISSED/PENDING, ``commit_id``,
 ``submitted_at``, ``html_url``, ``author_association``), and team memberships
 (``GET /orgs/{org}/teams/{team_slug}/memberships/{username}``) answer ``{url, role, state}`` or 404.
-``fail_with`` makes every request answer that HTTP status (an outage). ``requests`` logs
-``"METHOD path"`` of every call (``base.FakeForge``).
+Issues (https://docs.github.com/en/rest/issues/issues: ``id``, ``number``, ``title``, ``body``, ``state``,
+``html_url``, ``user``, ``labels``, ``comments``, ``created_at``; ``GET /issues`` lists pull requests too, each with
+a ``pull_request`` key, filtered on ``state`` and sorted by ``sort=created`` and ``direction``) share their
+numbers with pull requests, as on GitHub; issue comments (https://docs.github.com/en/rest/issues/comments: ``id``,
+``body``, ``user``, ``html_url``, ``issue_url``, ``created_at``, ``updated_at``, ``author_association``) are
+listed oldest first and paginated, created by ``POST /issues/{n}/comments`` and edited by
+``PATCH /issues/comments/{id}``. ``fail_with`` makes every request answer that HTTP status (an outage);
+``rate_limit`` answers as GitHub does when the primary rate limit is spent (403, ``x-ratelimit-remaining: 0``).
+``requests`` logs ``"METHOD path"`` of every call (``base.FakeForge``).
 """
 
 from __future__ import annotations
@@ -45,6 +52,8 @@ class FakeGitHub(FakeForge):
         self.pulls: dict[int, dict[str, Any]] = {}
         self.reviews: dict[int, list[dict[str, Any]]] = {}
         self.teams: dict[str, dict[str, dict[str, str]]] = {}
+        self.issues: dict[int, dict[str, Any]] = {}
+        self.comments: dict[int, list[dict[str, Any]]] = {}
 
     def client(self, token: str = "token") -> GitHub:
         """The real client of this repository over ``transport``."""
@@ -102,6 +111,31 @@ class FakeGitHub(FakeForge):
         """Point pull request ``number`` at these head and base commits (after a push to its branch)."""
         self.pulls[number]["head"]["sha"], self.pulls[number]["base"]["sha"] = head_sha, base_sha
 
+    def rate_limit(self, only: str = "") -> None:
+        """Refuse as GitHub does once the primary rate limit is spent: 403, ``x-ratelimit-remaining: 0`` and
+        ``x-ratelimit-reset`` (2026-03-01T13:00:00Z as UTC epoch seconds)."""
+        headers = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0", "x-ratelimit-reset": "1772370000"}
+        self.outage(403, only, headers)
+
+    def comment(self, number: int, login: str, body: str) -> dict[str, Any]:
+        """``login`` comments on issue or pull request ``number``; the comment."""
+        kind = "pull" if number in self.pulls else "issues"
+        comment_id = 1 + sum(len(c) for c in self.comments.values())
+        comment = {
+            "id": comment_id,
+            "node_id": f"IC_{comment_id}",
+            "url": f"{self.api_url}/repos/{self.repository}/issues/comments/{comment_id}",
+            "html_url": f"https://github.invalid/{self.repository}/{kind}/{number}#issuecomment-{comment_id}",
+            "issue_url": f"{self.api_url}/repos/{self.repository}/issues/{number}",
+            "body": body,
+            "user": {"login": login, "id": 1000 + len(login), "type": "User"},
+            "created_at": f"2026-01-01T00:{comment_id // 60 % 60:02d}:{comment_id % 60:02d}Z",
+            "updated_at": f"2026-01-01T00:{comment_id // 60 % 60:02d}:{comment_id % 60:02d}Z",
+            "author_association": "MEMBER",
+        }
+        self.comments.setdefault(number, []).append(comment)
+        return comment
+
     def respond(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
         """The status and JSON GitHub would answer."""
         membership = re.fullmatch(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)", path)
@@ -115,6 +149,11 @@ class FakeGitHub(FakeForge):
             return 200, self._list(query)
         if rest == "/pulls" and method == "POST":
             return self._create(body)
+        if rest == "/issues" or rest.endswith("/comments") or rest.startswith("/issues/comments/"):
+            return self._issues(method, rest, query, body)
+        issue = re.fullmatch(r"/issues/(\d+)", rest)
+        if issue is not None and int(issue.group(1)) in self.issues:
+            return self._issue(method, self.issues[int(issue.group(1))], body)
         match = re.fullmatch(r"/(pulls|issues)/(\d+)(/labels|/requested_reviewers|/reviews)?", rest)
         if match is None or int(match.group(2)) not in self.pulls:
             return 404, {"message": "Not Found"}
@@ -145,6 +184,67 @@ class FakeGitHub(FakeForge):
         ]
         return page(found, query, PER_PAGE)
 
+    def _issues(self, method: str, rest: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        if rest == "/issues" and method == "GET":
+            return 200, self._list_issues(query)
+        if rest == "/issues" and method == "POST":
+            if not isinstance(body, dict) or not isinstance(body.get("title"), str):
+                return 422, {"message": "Validation Failed"}
+            return 201, self._open_issue(body["title"], str(body.get("body") or ""))
+        edited = re.fullmatch(r"/issues/comments/(\d+)", rest)
+        if edited is not None and method == "PATCH":
+            for comment in (c for comments in self.comments.values() for c in comments):
+                if comment["id"] == int(edited.group(1)) and isinstance(body, dict) and "body" in body:
+                    comment["body"] = body["body"]
+                    return 200, comment
+            return 404, {"message": "Not Found"}
+        listed = re.fullmatch(r"/issues/(\d+)/comments", rest)
+        number = int(listed.group(1)) if listed is not None else 0
+        if number not in self.pulls and number not in self.issues:
+            return 404, {"message": "Not Found"}
+        if method == "GET":
+            return 200, page(self.comments.get(number, []), query, PER_PAGE)
+        if method == "POST" and isinstance(body, dict) and isinstance(body.get("body"), str):
+            return 201, self.comment(number, "upgrade-gate[bot]", body["body"])
+        return 422, {"message": "Validation Failed"}
+
+    def _issue(self, method: str, issue: dict[str, Any], body: Any) -> tuple[int, Any]:
+        if method == "GET":
+            return 200, issue
+        if method == "PATCH" and isinstance(body, dict):
+            issue.update({k: v for k, v in body.items() if k in ("title", "body", "state")})
+            return 200, issue
+        return 404, {"message": "Not Found"}
+
+    def _list_issues(self, query: dict[str, str]) -> list[dict[str, Any]]:
+        state = query.get("state", "open")
+        pulls = [{**p, "pull_request": {"html_url": p["html_url"]}} for p in self.pulls.values()]
+        found = sorted([*self.issues.values(), *pulls], key=lambda i: int(i["number"]))
+        found = [i for i in found if state == "all" or i["state"] == state]
+        if query.get("direction", "desc") == "desc":
+            found.reverse()
+        return page(found, query, PER_PAGE)
+
+    def _open_issue(self, title: str, body: str) -> dict[str, Any]:
+        number = self._next_number()
+        self.issues[number] = {
+            "id": 5000 + number,
+            "node_id": f"I_{number}",
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": "open",
+            "html_url": f"https://github.invalid/{self.repository}/issues/{number}",
+            "user": {"login": "upgrade-gate[bot]", "id": 1, "type": "Bot"},
+            "labels": [],
+            "comments": 0,
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        return self.issues[number]
+
+    def _next_number(self) -> int:
+        return max([*self.pulls, *self.issues], default=0) + 1
+
     def _membership(self, org: str, slug: str, login: str) -> tuple[int, Any]:
         member = self.teams.get(f"{org}/{slug}", {}).get(login)
         if member is None:
@@ -156,7 +256,7 @@ class FakeGitHub(FakeForge):
             return 422, {"message": "Validation Failed"}
         if any(p["state"] == "open" and p["head"]["ref"] == body["head"] for p in self.pulls.values()):
             return 422, {"message": "Validation Failed", "errors": [{"message": "A pull request already exists"}]}
-        number = max(self.pulls, default=0) + 1
+        number = self._next_number()
         self.pulls[number] = {
             "number": number,
             "state": "open",

@@ -22,7 +22,13 @@ request for a source branch answers 409, as GitLab does; updating takes ``title`
 ``{id, iid, project_id, approved, approved_by: [{user}]}``; users (https://docs.gitlab.com/api/users/,
 ``GET /users?username=``) a list of ``{id, username, name, state, web_url}``; a group's members
 (https://docs.gitlab.com/api/members/, ``GET /groups/{path}/members/all/{user_id}``) the user with its
-``access_level``, or 404.
+``access_level``, or 404. Notes of a merge request (https://docs.gitlab.com/api/notes/: ``id``, ``type``,
+``body``, ``author``, ``created_at``, ``updated_at``, ``system``, ``noteable_id``, ``noteable_iid``,
+``noteable_type``) are listed newest first unless ``sort=asc``, created by ``POST .../notes`` and edited by
+``PUT .../notes/{id}``; issues (https://docs.gitlab.com/api/issues/: ``id``, ``iid`` numbered apart from merge
+requests, ``title``, ``description``, ``state`` opened/closed, ``web_url``, ``author``, ``labels``) are listed on
+``state`` newest first unless ``sort=asc``, created by ``POST /issues`` and edited by ``PUT /issues/{iid}``.
+``rate_limit`` answers 429 with ``Retry-After``, as GitLab does.
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ class FakeGitLab(FakeForge):
         self.approvals: dict[int, list[str]] = {}
         self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, dict[str, int]] = {}
+        self.notes: dict[int, list[dict[str, Any]]] = {}
+        self.issues: dict[int, dict[str, Any]] = {}
 
     def client(self, token: str = "token") -> GitLab:
         """The real client of this project over ``transport``."""
@@ -99,6 +107,34 @@ class FakeGitLab(FakeForge):
             sha=head_sha, diff_refs={"base_sha": base_sha, "head_sha": head_sha, "start_sha": base_sha}
         )
 
+    def rate_limit(self, only: str = "") -> None:
+        """Refuse as GitLab does once a rate limit is spent: 429 with ``Retry-After: 60`` and ``RateLimit-*``."""
+        headers = {"retry-after": "60", "ratelimit-limit": "2000", "ratelimit-remaining": "0"}
+        self.outage(429, only, headers)
+
+    def comment(self, iid: int, username: str, body: str, *, system: bool = False) -> dict[str, Any]:
+        """``username`` comments on merge request ``iid`` (``system``: a note GitLab writes itself); the note."""
+        note_id = 300 + sum(len(n) for n in self.notes.values())
+        note = {
+            "id": note_id,
+            "type": None,
+            "body": body,
+            "attachment": None,
+            "author": self.add_user(username),
+            "created_at": f"2026-01-01T00:{note_id // 60 % 60:02d}:{note_id % 60:02d}Z",
+            "updated_at": f"2026-01-01T00:{note_id // 60 % 60:02d}:{note_id % 60:02d}Z",
+            "system": system,
+            "noteable_id": self.merge_requests[iid]["id"],
+            "noteable_type": "MergeRequest",
+            "noteable_iid": iid,
+            "project_id": self.project_id,
+            "resolvable": False,
+            "confidential": False,
+            "internal": False,
+        }
+        self.notes.setdefault(iid, []).append(note)
+        return note
+
     def respond(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
         """The status and JSON GitLab would answer."""
         if path == "/users" and method == "GET":
@@ -107,21 +143,30 @@ class FakeGitLab(FakeForge):
         member = re.fullmatch(r"/groups/([^/]+)/members/all/(\d+)", path)
         if member is not None and method == "GET":
             return self._member(urllib.parse.unquote(member.group(1)), int(member.group(2)))
-        project = re.fullmatch(r"/projects/([^/]+)/merge_requests(?:/(\d+)(/approvals)?)?", path)
+        project = re.fullmatch(r"/projects/([^/]+)(/.*)", path)
         if project is None or urllib.parse.unquote(project.group(1)) not in (self.repository, str(self.project_id)):
             return 404, NOT_FOUND
-        if project.group(2) is None:
+        rest = project.group(2)
+        if (issue := re.fullmatch(r"/issues(?:/(\d+))?", rest)) is not None:
+            return self._issue(method, issue.group(1), query, body)
+        note = re.fullmatch(r"/merge_requests/(\d+)/notes(?:/(\d+))?", rest)
+        if note is not None and int(note.group(1)) in self.merge_requests:
+            return self._note(method, int(note.group(1)), note.group(2), query, body)
+        merge = re.fullmatch(r"/merge_requests(?:/(\d+)(/approvals)?)?", rest)
+        if merge is None:
+            return 404, NOT_FOUND
+        if merge.group(1) is None:
             if method == "GET":
                 return 200, self._list(query)
             return self._create(body) if method == "POST" else (405, {"message": "405 Method Not Allowed"})
-        request = self.merge_requests.get(int(project.group(2)))
+        request = self.merge_requests.get(int(merge.group(1)))
         if request is None:
             return 404, NOT_FOUND
-        if project.group(3) and method == "GET":
+        if merge.group(2) and method == "GET":
             return 200, self._approvals(request)
-        if not project.group(3) and method == "GET":
+        if not merge.group(2) and method == "GET":
             return 200, request
-        if not project.group(3) and method == "PUT":
+        if not merge.group(2) and method == "PUT":
             return self._update(request, body)
         return 404, NOT_FOUND
 
@@ -178,6 +223,56 @@ class FakeGitLab(FakeForge):
         elif body.get("state_event") == "reopen":
             request.update(state="opened", closed_at=None)
         return 200, request
+
+    def _note(self, method: str, iid: int, note_id: str | None, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        notes = self.notes.get(iid, [])
+        if note_id is None and method == "GET":
+            return 200, page(notes if query.get("sort") == "asc" else notes[::-1], query, PER_PAGE)
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            return 400, {"message": "400 Bad request - body is missing"}
+        if note_id is None and method == "POST":
+            return 201, self.comment(iid, "upgrade-gate-bot", body["body"])
+        for note in notes:
+            if str(note["id"]) == note_id and method == "PUT":
+                note["body"] = body["body"]
+                return 200, note
+        return 404, NOT_FOUND
+
+    def _issue(self, method: str, iid: str | None, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        if iid is None and method == "GET":
+            state = query.get("state", "all")
+            found = [i for _, i in sorted(self.issues.items()) if state == "all" or i["state"] == state]
+            return 200, page(found if query.get("sort") == "asc" else found[::-1], query, PER_PAGE)
+        if iid is None and method == "POST":
+            if not isinstance(body, dict) or not isinstance(body.get("title"), str) or not body["title"]:
+                return 400, {"message": "400 Bad request - title is missing"}
+            return 201, self._open_issue(body["title"], str(body.get("description") or ""))
+        issue = self.issues.get(int(iid or 0))
+        if issue is None or method not in ("GET", "PUT"):
+            return 404, NOT_FOUND
+        if method == "PUT" and isinstance(body, dict):
+            issue.update({k: v for k, v in body.items() if k in ("title", "description")})
+            if body.get("state_event") == "close":
+                issue.update(state="closed", closed_at="2026-01-01T00:00:00Z")
+        return 200, issue
+
+    def _open_issue(self, title: str, description: str) -> dict[str, Any]:
+        iid = max(self.issues, default=0) + 1
+        self.issues[iid] = {
+            "id": 2000 + iid,
+            "iid": iid,
+            "project_id": self.project_id,
+            "title": title,
+            "description": description,
+            "state": "opened",
+            "labels": [],
+            "author": self.add_user("upgrade-gate-bot"),
+            "created_at": "2026-01-01T00:00:00Z",
+            "closed_at": None,
+            "web_url": f"https://gitlab.invalid/{self.repository}/-/issues/{iid}",
+            "references": {"short": f"#{iid}", "full": f"{self.repository}#{iid}"},
+        }
+        return self.issues[iid]
 
     def _approvals(self, request: dict[str, Any]) -> dict[str, Any]:
         approved_by = [{"user": self.users[name]} for name in self.approvals.get(request["iid"], [])]
