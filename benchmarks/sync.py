@@ -3,9 +3,9 @@
 Usage: python benchmarks/sync.py [--extensions 1000] [--bundles 100000] [--packages 2000] [--addons 200] [--json]
 
 The repository holds N ClusterExtensions (half over the real catalog catalogs/certified-operators-v4.22, each
-installed at a bundle that has a successor in its channel; half over a generated catalog of B bundles made
-by ``benchmarks/resolve.py``'s ``generate``), A add-ons (seed 004: a ClusterManagementAddOn with a pinned
-global-placement and canary-placement, supportedVersions v1 and v2 in its status, the canary's
+installed at a bundle that has a successor in its channel; half over a generated catalog of B bundles made by
+``benchmarks/resolve.py``'s ``generate``), A add-ons (the add-on lifecycle's example: a ClusterManagementAddOn with
+a pinned global-placement and canary-placement, supportedVersions v1 and v2 in its status, the canary's
 PlacementDecision beside it, read offline), a local bare remote, and forge ``none`` (branches only). Both
 cycles run in one process, as ``upgrade-gate sync --interval`` does; each add-on's canary stage is proposed.
 Reported: seconds per cycle and per phase, resolution's share of the first cycle, proposals made, peak RSS of
@@ -118,13 +118,13 @@ def main() -> None:
         generated = base / "generated"
         generated.mkdir()
         generate(generated, args.bundles, args.packages)
-        seed = base / "seed"
-        build_repository(seed, generated, args.extensions, args.addons)
+        initial = base / "initial"
+        build_repository(initial, generated, args.extensions, args.addons)
         git(base, "init", "--quiet", "--bare", "-b", "main", str(base / "remote.git"))
-        git(seed, "init", "--quiet", "-b", "main")
-        git(seed, "add", ".")
-        git(seed, "commit", "--quiet", "-m", "desired state")
-        git(seed, "push", "--quiet", str(base / "remote.git"), "main")
+        git(initial, "init", "--quiet", "-b", "main")
+        git(initial, "add", ".")
+        git(initial, "commit", "--quiet", "-m", "desired state")
+        git(initial, "push", "--quiet", str(base / "remote.git"), "main")
         options = SyncOptions(repo=str(base / "remote.git"), workdir=base / "work", clock=lambda: NOW)
         print("first cycle ...", file=sys.stderr)
         first, first_s = cycle(options)

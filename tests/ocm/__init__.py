@@ -1,5 +1,5 @@
 """Tests of ``webhook.ocm``, driven by the tables in ``tests/data/addons/`` whose expectations are the add-on
-installVersion lifecycle's (and peers.md §C's), not our code's."""
+installVersion lifecycle's (and upstream OCM's config rollout), not our code's."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from tests import tables
 from webhook.conditions import parse_time
 from webhook.ocm.addons import Change
 
-SEED_TIME = parse_time("2022-11-02T05:48:12Z")
+EXAMPLE_TIME = parse_time("2022-11-02T05:48:12Z")
 
 
 def rows(name: str, section: str) -> list[Any]:

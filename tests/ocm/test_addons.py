@@ -1,5 +1,5 @@
-"""The add-on installVersion lifecycle: versions, the Progressing condition, the seed examples, driven by the tables in
-``tests/data/addons/`` whose expectations are the seed's (and peers.md §C's), not our code's."""
+"""The add-on installVersion lifecycle: versions, the Progressing condition, its examples, driven by the tables in
+``tests/data/addons/`` whose expectations are the lifecycle's (and upstream OCM's), not our code's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import semver
 
-from tests.ocm import SEED_TIME, rows
+from tests.ocm import EXAMPLE_TIME, rows
 from tests.versions import check_error
 from webhook.conditions import parse_time, set_condition
 from webhook.errors import InputError, InvalidVersion
@@ -16,7 +16,7 @@ from webhook.ocm.addons import AddOnVersions, Change, classify, parse_addon_vers
 
 
 @pytest.mark.parametrize("row", rows("examples.yaml", "examples"))
-def test_seed_example(row: dict[str, Any]) -> None:
+def test_lifecycle_example(row: dict[str, Any]) -> None:
     versions = AddOnVersions.from_status(row["cma"]["status"])
     spec, status = row["addon"]["spec"], row["addon"]["status"]
     version = versions.resolve(spec.get("installVersion"))
@@ -32,11 +32,11 @@ def test_seed_example(row: dict[str, Any]) -> None:
     condition = progressing_condition(
         version, status.get("currentVersion"), status.get("lastVersion"), supported_versions=versions.supported
     )
-    assert set_condition([], condition, now=SEED_TIME) == [want["condition"]]
+    assert set_condition([], condition, now=EXAMPLE_TIME) == [want["condition"]]
 
 
 @pytest.mark.parametrize("row", rows("examples.yaml", "lifecycles"))
-def test_seed_lifecycle(row: dict[str, Any]) -> None:
+def test_lifecycle_sequence(row: dict[str, Any]) -> None:
     conditions = row["conditions"]
     others = [entry for entry in conditions if entry["type"] != "Progressing"]
     for step in row["steps"]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.ocm import SEED_TIME, rows
+from tests.ocm import EXAMPLE_TIME, rows
 from webhook.conditions import parse_time
 from webhook.ocm.canary import Observation, canary_gate
 from webhook.ocm.rollout import render_configs
@@ -34,6 +34,6 @@ def test_canary_gate_on_configs(row: dict[str, Any]) -> None:
 
 
 def test_canary_gate_reads_a_naive_now_as_utc() -> None:
-    canary = Observation("cluster1", "v2", SEED_TIME, "Succeed")
+    canary = Observation("cluster1", "v2", EXAMPLE_TIME, "Succeed")
     verdict = canary_gate("v2", [canary], soak=datetime.timedelta(0), now=datetime.datetime(2022, 11, 2, 5, 48, 12))
     assert verdict.allowed

@@ -1,6 +1,7 @@
 """``upgrade-gate doctor``: does the installed gate really hold OLM v1 upgrades on this cluster?
 
-The gate holds an upgrade by denying operator-controller's CREATE of the new release (``reference/olm-apply-path.md``):
+The gate holds an upgrade by denying operator-controller's CREATE of the new release (operator-controller's appliers,
+``internal/operator-controller/applier/{helm,boxcutter}.go``):
 a Helm release index Secret (``type: operatorframework.io/index.v1``, labels ``owner=operator-controller``,
 ``type=index``, ``status=pending-upgrade``) in operator-controller's namespace, or a ``ClusterObjectSet`` with the
 Boxcutter applier. The chart's webhooks ``upgrades-helm.upgrade-gate.dev`` and ``upgrades-boxcutter.upgrade-gate.dev``
@@ -482,7 +483,7 @@ class _Match:
 
 def upgrade_write(oc: OperatorController, applier: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(request, object)``: the admission request of operator-controller's first write at an upgrade with
-    ``applier``, as the API server builds it (``reference/olm-apply-path.md``): the CREATE of the index Secret
+    ``applier``, as the API server builds it (operator-controller's ``applier`` package): the CREATE of the index Secret
     ``sh.helm.release.v1.<extension>.v<N+1>`` in its namespace, or of the ClusterObjectSet ``<extension>-<N+1>``."""
     if applier == BOXCUTTER:
         obj: dict[str, Any] = {

@@ -18,7 +18,7 @@ controller; every other condition type belongs to someone else and is kept in it
 ``Approved`` always says whether ``spec.approved`` is true, whatever the state.
 
 Which state, read from the revision and its ClusterExtension (``olm.operatorframework.io/v1``, as
-operator-controller writes its status; ``reference/olm-apply-path.md``):
+operator-controller writes its status in ``controllers/clusterextension_reconcile_steps.go``):
 
 * **succeeded** when the ClusterExtension's installed bundle (``status.install.bundle.version``) reached
   ``spec.version`` (equal, or past it: the upgrade is behind it);

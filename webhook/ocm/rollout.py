@@ -87,8 +87,9 @@ def classify_configs(
 
 def last_known_good_configs(cma: Mapping[str, Any], namespace: str, name: str) -> list[dict[str, str]]:
     """The ``lastKnownGoodConfig`` references of placement ``namespace/name`` in a ClusterManagementAddOn's
-    ``status.installProgressions[].configReferences[]`` (upstream OCM, peers.md §C2), as ``AddOnConfig``
-    dicts; empty when the placement has no progression or no last known good config yet."""
+    ``status.installProgressions[].configReferences[]`` (upstream OCM's
+    ``addon.open-cluster-management.io/v1alpha1`` API), as ``AddOnConfig`` dicts; empty when the placement has no
+    progression or no last known good config yet."""
     for progression in (cma.get("status") or {}).get("installProgressions") or ():
         if progression.get("namespace") == namespace and progression.get("name") == name:
             return [

@@ -1,7 +1,7 @@
 """OLM v1 resolution: which bundle a ClusterExtension gets from a set of catalogs.
 
-Follows operator-controller ``resolve.CatalogResolver.Resolve`` (HEAD df2c201d, see
-``reference/olm-resolution.md``), step by step:
+Follows operator-controller ``resolve.CatalogResolver.Resolve`` (HEAD df2c201d,
+``internal/operator-controller/resolve/catalog.go``), step by step:
 
 1. drop ``Unavailable`` catalogs and those the label selector rejects; a selected catalog that is not
    serving aborts the whole resolution;
@@ -48,7 +48,7 @@ class Resolution:
 
     ``version`` is the bundle's parsed version and release; ``edge`` says how it was reached from the
     installed bundle; ``dropped`` lists every other bundle of the package and why it lost, in catalog
-    then bundle order; ``deprecation`` is what upstream reports alongside (see ``olm-resolution.md`` §6);
+    then bundle order; ``deprecation`` is what upstream reports alongside (``resolve.isDeprecated``);
     ``between`` are the versions the winning catalog offers, in the channels considered, strictly between
     the installed version and the resolved one (what the upgrade skips), ascending.
     """
