@@ -31,12 +31,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from prometheus_client.metrics import MetricWrapperBase
 
+from webhook.controller.doctor import RESULTS as DOCTOR_RESULTS
 from webhook.controller.health import Metrics as ControllerMetrics
 from webhook.controller.status import FAILED, HELD, PENDING, PROGRESSING, SUCCEEDED
 from webhook.io.kube.cache import policy_resources
 from webhook.policy import evaluate
 from webhook.policy.loader import load_policy_set
 from webhook.policy.lookups import cluster_reads
+from webhook.serve.metrics import CONNECTION_STATES, ENDPOINTS
 from webhook.serve.metrics import Metrics as WebhookMetrics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +73,9 @@ VALIDATED = {
 }
 MUTATED = VALIDATED - {("addon.open-cluster-management.io", "v1alpha1", "clustermanagementaddons", "Cluster")}
 READ = ["get", "list", "watch"]
+# The image the default values name: the registry the project publishes to, tagged with the chart's appVersion (the
+# Dockerfile's `docker build -t`, checked by tests/test_packaging.py).
+DEFAULT_IMAGE = "ghcr.io/upgrade-gate/upgrade-gate:0.1.0"
 
 Manifest = dict[str, Any]
 
@@ -475,7 +480,7 @@ def test_the_webhook_deployment_is_highly_available_probed_and_hardened(rendered
     c = container(pod)
     assert deployment["spec"]["replicas"] == 3
     assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}
-    assert c["image"] == "upgrade-gate:0.1.0"
+    assert c["image"] == DEFAULT_IMAGE
     assert c["args"][0] == "serve"
     assert "--policies=/app/policies" in c["args"]
     assert "--port=8443" in c["args"]
@@ -848,7 +853,8 @@ PROMETHEUS_RULE_SCHEMA = _object(
                         expr={"type": "string", "minLength": 1},
                         labels=_STRING_MAP,
                         annotations=_object(
-                            ["summary", "description"],
+                            ["runbook_url", "summary", "description"],
+                            runbook_url={"type": "string", "format": "uri", "pattern": "^https://[^#]+#[a-z]+$"},
                             summary={"type": "string", "minLength": 1},
                             description={"type": "string", "minLength": 1},
                         ),
@@ -868,6 +874,11 @@ ALERTS_EXPECTED = {
         "sum by (namespace, policy) (rate(upgrade_gate_fail_closed_total{W}[5m])) > 0", None, "warning"),
     "UpgradeGatePolicyLoadFailed": (
         "max by (namespace, pod) (upgrade_gate_policy_load_failed{W}) == 1", "10m", "warning"),
+    "UpgradeGateWebhookErrors": (
+        "sum by (namespace, endpoint) (rate(upgrade_gate_evaluation_errors_total{W}[5m])) > 0", "10m", "warning"),
+    "UpgradeGateWebhookSlow": (
+        "histogram_quantile(0.99, sum by (namespace, endpoint, le) "
+        "(rate(upgrade_gate_admission_duration_seconds_bucket{W}[5m]))) > 1", "15m", "warning"),
     "UpgradeGateUnapprovedUpgrade": (
         "sum by (namespace) (increase(upgrade_gate_controller_unapproved_upgrades_total{C}[15m])) > 0", None,
         "critical"),
@@ -909,30 +920,41 @@ CONTROLLER_SERIES = _exported(ControllerMetrics())
 # The values of upgrade_gate_controller_revisions' state label: the states of webhook.controller.status, and unknown
 # for a revision without a status yet.
 REVISION_STATES = {PENDING, PROGRESSING, HELD, SUCCEEDED, FAILED, "unknown"}
+# The values each enumerated label takes, as the metrics' docstrings (webhook.serve.metrics,
+# webhook.controller.health) give them.
+LABEL_VALUES = {
+    "state": REVISION_STATES | set(CONNECTION_STATES),
+    "endpoint": set(ENDPOINTS),
+    "decision": {"allowed", "denied", "refused", "invalid"},
+    "result": {"ok", "retry"} | set(DOCTOR_RESULTS),
+}
 
 
-def promql_findings(expr: str) -> list[str]:
+def promql_findings(
+    expr: str, webhook: str = WEBHOOK, controller: str = CONTROLLER, namespace: str = NAMESPACE
+) -> list[str]:
     """What in ``expr`` the code does not back: a series neither the webhook nor the controller exports, a selector
-    without the job and namespace of the monitor that scrapes the series, a label the series does not carry, a
-    revision state the controller does not report."""
+    without the job and namespace of the monitor that scrapes the series (``webhook``, ``controller``, ``namespace``:
+    the values the selectors must name, e.g. a dashboard's variables), a label the series does not carry, a value
+    of an enumerated label (revision state, decision, endpoint, result) the code never sets."""
     findings: list[str] = []
     selected: set[str] = set()
     series_labels: set[str] = set(TARGET_LABELS)
     for name, body in re.findall(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}", expr):
         selected.add(name)
-        exporter, job = (WEBHOOK_SERIES, WEBHOOK) if name in WEBHOOK_SERIES else (CONTROLLER_SERIES, CONTROLLER)
+        exporter, job = (WEBHOOK_SERIES, webhook) if name in WEBHOOK_SERIES else (CONTROLLER_SERIES, controller)
         if name not in exporter:
             findings.append(f"{name}: not exported by the webhook or the controller")
             continue
         series_labels |= exporter[name]
         matchers = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"([^"]*)"', body))
-        if (matchers.get("job"), matchers.get("namespace")) != (job, NAMESPACE):
-            findings.append(f"{name}: not selected by job={job!r} and namespace={NAMESPACE!r}")
+        if (matchers.get("job"), matchers.get("namespace")) != (job, namespace):
+            findings.append(f"{name}: not selected by job={job!r} and namespace={namespace!r}")
         for label, value in matchers.items():
             if label not in exporter[name] | TARGET_LABELS:
                 findings.append(f"{name}: has no label {label}")
-            if name == "upgrade_gate_controller_revisions" and label == "state" and value not in REVISION_STATES:
-                findings.append(f"{name}: the controller reports no state {value!r}")
+            elif label in LABEL_VALUES and value not in LABEL_VALUES[label]:
+                findings.append(f"{name}: the code sets no {label} {value!r}")
     bare = re.sub(r'"[^"]*"|\{[^}]*\}|\[[^\]]*\]', " ", expr)
     for grouping in re.findall(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)", bare):
         for label in (g.strip() for g in grouping.split(",")):
@@ -980,7 +1002,13 @@ def test_the_series_check_is_not_vacuous():
         "upgrade_gate_fail_closed: not exported by the webhook or the controller"  # a counter is read as _total
     ]
     assert promql_findings(f'upgrade_gate_controller_revisions{{{CONTROLLER_SELECTOR}, state="Progressing"}}') == [
-        "upgrade_gate_controller_revisions: the controller reports no state 'Progressing'"
+        "upgrade_gate_controller_revisions: the code sets no state 'Progressing'"
+    ]
+    assert promql_findings(f'upgrade_gate_admission_requests_total{{{WEBHOOK_SELECTOR}, decision="deny"}}') == [
+        "upgrade_gate_admission_requests_total: the code sets no decision 'deny'"
+    ]
+    assert promql_findings(f"rate(upgrade_gate_admission_duration_seconds{{{WEBHOOK_SELECTOR}}}[5m])") == [
+        "upgrade_gate_admission_duration_seconds: not exported by the webhook or the controller"  # a histogram
     ]
     assert promql_findings(f'upgrade_gate_controller_leader{{job="{WEBHOOK}", namespace="{NAMESPACE}"}} == 0') == [
         f"upgrade_gate_controller_leader: not selected by job={CONTROLLER!r} and namespace={NAMESPACE!r}"
@@ -1016,12 +1044,60 @@ def test_the_chart_readme_lists_every_alert_with_its_expression():
     assert table == ALERTS_EXPECTED
 
 
+RUNBOOKS = ROOT / "docs" / "alerts.md"
+DASHBOARD_VARIANT = (
+    "the Grafana dashboard in the monitoring namespace, the alerts with their thresholds and runbooks from values"
+)
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation but hyphens dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def runbook_sections() -> dict[str, str]:
+    """The ``## `` sections of docs/alerts.md by their anchor, each with its text."""
+    sections = re.split(r"^## (.+)$", RUNBOOKS.read_text(), flags=re.MULTILINE)[1:]
+    return {github_anchor(heading): text for heading, text in zip(sections[::2], sections[1::2], strict=True)}
+
+
+def test_every_alert_links_its_runbook_section_and_every_section_is_an_alert(chart, rendered):
+    rules = alert_rules(rendered[ALERTS])
+    base = chart.values["prometheusRule"]["runbookBaseURL"]
+    assert base.endswith("/docs/alerts.md")
+    assert {name: r["annotations"]["runbook_url"] for name, r in rules.items()} == {
+        name: f"{base}#{github_anchor(name)}" for name in ALERTS_EXPECTED
+    }
+    assert set(runbook_sections()) == {github_anchor(name) for name in ALERTS_EXPECTED}
+
+
+@pytest.mark.parametrize(
+    "alert", ALERTS_EXPECTED, ids=lambda a: f"the runbook of {a} says what, how to check, how to fix"
+)
+def test_every_runbook_says_what_it_means_how_to_check_and_how_to_fix(alert):
+    text = runbook_sections()[github_anchor(alert)]
+    assert [part for part in ("**What it means.**", "**Check.**", "**Fix.**") if part not in text] == []
+    assert "kubectl" in text or "upgrade-gate doctor" in text
+
+
+def test_the_alert_thresholds_and_runbooks_follow_the_values(rendered):
+    rules = alert_rules(rendered[DASHBOARD_VARIANT])
+    assert rules["UpgradeGateUpgradeHeldLong"]["for"] == "3d"
+    assert "3d" in rules["UpgradeGateUpgradeHeldLong"]["annotations"]["summary"]
+    assert _normalized(rules["UpgradeGateWebhookSlow"]["expr"]).endswith(") > 0.5")
+    assert rules["UpgradeGateNotEnforced"]["annotations"]["runbook_url"] == (
+        "https://docs.example.com/upgrade-gate/alerts.html#upgradegatenotenforced"
+    )
+
+
 def test_without_the_controller_only_the_webhook_alerts_are_rendered(rendered):
     objects = rendered[WEBHOOK_ALERTS_ONLY]
     assert set(alert_rules(objects)) == {
         "UpgradeGateWebhookDown",
         "UpgradeGateFailClosed",
         "UpgradeGatePolicyLoadFailed",
+        "UpgradeGateWebhookErrors",
+        "UpgradeGateWebhookSlow",
     }
     assert not [o for o in objects if o["kind"] == "PodMonitor"]
 
@@ -1079,6 +1155,21 @@ def test_the_network_policies_admit_the_scrapes(rendered):
 @pytest.fixture(scope="module")
 def crd(rendered) -> Manifest:
     return find(rendered["the default values (generated certificates, no sync loop)"], "CustomResourceDefinition")
+
+
+PLAIN_CRD = CHART / "files" / "crds" / "clusterextensionrevisions.yaml"
+
+
+@pytest.mark.parametrize("keep", [True, False], ids=lambda k: f"the rendered CRD is the plain file (crds.keep {k})")
+def test_the_rendered_crd_is_the_plain_file_with_the_release_labels(chart, keep):
+    (rendered_crd,) = [o for o in render(chart, {"crds": {"keep": keep}}) if o["kind"] == "CustomResourceDefinition"]
+    plain = yaml.safe_load(PLAIN_CRD.read_text())
+    metadata = rendered_crd.pop("metadata")
+    assert rendered_crd == {k: v for k, v in plain.items() if k != "metadata"}
+    assert metadata["name"] == plain["metadata"]["name"]
+    assert plain["metadata"]["labels"].items() <= metadata["labels"].items()
+    assert metadata["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+    assert metadata.get("annotations") == ({"helm.sh/resource-policy": "keep"} if keep else None)
 
 
 def test_the_crd_serves_cluster_scoped_v1_with_status_and_printer_columns(crd):
