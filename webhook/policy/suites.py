@@ -10,6 +10,7 @@ ValidatingAdmissionPolicies on the patched object. Shape (paths relative to the 
     spec:
       policies: [approvers.yaml, params.yaml]     # files or directories (policies, bindings, params)
       now: "2026-06-01T12:00:00Z"                 # the request time clock.now() returns (default: real time)
+      settings: {approverGroups: upgrade-approvers, soakPeriod: 24h}   # the settings every case assumes
       objects: [...]                              # cluster objects for params and cluster.get/list
       cases:
       - name: a member of an approver group may approve
@@ -21,6 +22,7 @@ ValidatingAdmissionPolicies on the patched object. Shape (paths relative to the 
         resource: clusterextensionrevisions       # default: the kind's lower-case plural
         objects: [...]                            # more cluster objects for this case only
         now: ...                                  # overrides the suite's time
+        settings: {gitopsAppliers: "..."}         # more settings this case assumes (over the suite's)
         expect:
           allowed: true
           code: 403                               # HTTP status of the denial
@@ -28,6 +30,14 @@ ValidatingAdmissionPolicies on the patched object. Shape (paths relative to the 
           warnings: [...]
           auditAnnotations: {...}                 # every listed key with its exact value
           patched: {...}                          # the object after the mutating policies
+
+``settings`` states the settings a case depends on, in the manner of Kyverno's test values (``globalValues`` for
+the suite, per-resource values for a case): the case is evaluated with them laid over the ``data`` of every
+ConfigMap param its policies' bindings read (the repository's ``settings.yaml``, or a ConfigMap of ``objects``),
+the keys it does not state keeping the repository's values. So a case keeps testing the policy's logic whatever a
+team set, and a case whose stated settings contradict its expectation still fails. Where the overlay cannot
+apply (no binding reads a param, the param is not found or is not a ConfigMap) the case is skipped, with the
+reason (``CaseResult.skipped``), as Gatekeeper's gator skips a case marked ``skip``.
 
 Loading raises ``InputError`` naming the file (and case) for a malformed suite; a policy set that does not
 load fails that suite only (``SuiteResult.error``), the other suites still run.
@@ -40,15 +50,17 @@ import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webhook.errors import InputError, UpgradeGateError
+from webhook.errors import InputError, ParamError, UpgradeGateError
 from webhook.manifests import iter_yaml_documents, manifest_files, read_text
 from webhook.objects import InMemoryObjectStore, plural_of
+from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, collect_params
 from webhook.policy.engine import Admission, PolicyEngine
 from webhook.policy.loader import load_policy_set
+from webhook.policy.model import PolicySet
 from webhook.settings import DEFAULT_CEL_ENGINE
 
 API_VERSION = "upgrade-gate.io/v1alpha1"
@@ -70,6 +82,7 @@ class Case:
     objects: tuple[Mapping[str, Any], ...]
     now: datetime.datetime | None
     expect: Mapping[str, Any]
+    settings: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,19 +99,40 @@ class Suite:
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
-    """The outcome of one case: ``failures`` lists each unmet expectation as a sentence (empty = passed);
-    ``admission``: what the request pipeline produced (``None`` if the request could not be admitted)."""
+    """The outcome of one case: ``failures`` lists each unmet expectation as a sentence, in full (empty =
+    passed); ``brief``: the same sentences with long values cut to the part that differs (``summary``);
+    ``admission``: what the request pipeline produced (``None`` if the request could not be admitted or the
+    case was skipped); ``skipped``: why the case did not run (its settings cannot apply), else ``None``."""
 
     suite: str
     case: str
     failures: tuple[str, ...]
     seconds: float
     admission: Admission | None = None
+    skipped: str | None = None
+    brief: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
-        """True when every expectation held."""
+        """True when every expectation held (a skipped case fails nothing)."""
         return not self.failures
+
+    @property
+    def outcome(self) -> str:
+        """``PASS``, ``FAIL`` or ``SKIP``."""
+        return "FAIL" if self.failures else "SKIP" if self.skipped else "PASS"
+
+    @property
+    def summary(self) -> str:
+        """One line of at most about ``SUMMARY_WIDTH`` characters: the first unmet expectation, brief, and how
+        many more there are; or why the case was skipped; empty for a pass."""
+        if self.skipped:
+            return shorten(self.skipped, SUMMARY_WIDTH)
+        if not self.failures:
+            return ""
+        first = (self.brief or self.failures)[0]
+        more = f" (+{len(self.failures) - 1} more)" if len(self.failures) > 1 else ""
+        return shorten(first, SUMMARY_WIDTH - len(more)) + more
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,44 +186,153 @@ def run_suite(suite: Suite, *, engine: str = DEFAULT_CEL_ENGINE) -> SuiteResult:
         policies = load_policy_set(suite.policies, engine=engine)
     except UpgradeGateError as error:
         return SuiteResult(suite.name, suite.file, error=str(error))
-    results = []
-    for case in suite.cases:
-        start = time.perf_counter()
-        store = InMemoryObjectStore([*policies.params, *suite.objects, *case.objects])
-        now = case.now or suite.now or datetime.datetime.now(datetime.UTC)
-        try:
-            admission = PolicyEngine(policies, store).admit(case.request, case.namespace, now=now)
-        except UpgradeGateError as error:
-            failures: tuple[str, ...] = (f"the request could not be admitted: {error}",)
-            results.append(CaseResult(suite.name, case.name, failures, time.perf_counter() - start))
-            continue
-        failures = tuple(_check(case.expect, admission))
-        elapsed = time.perf_counter() - start
-        results.append(CaseResult(suite.name, case.name, failures, elapsed, admission))
+    results = [_run_case(suite, case, policies) for case in suite.cases]
     return SuiteResult(suite.name, suite.file, tuple(results))
 
 
-def _check(expect: Mapping[str, Any], admission: Admission) -> Iterator[str]:
+def _run_case(suite: Suite, case: Case, policies: PolicySet) -> CaseResult:
+    start = time.perf_counter()
+    store = InMemoryObjectStore([*policies.params, *suite.objects, *case.objects])
+    skipped = (
+        apply_settings(case.settings, policies, store, case.request.get("namespace", "")) if case.settings else None
+    )
+    if skipped is not None:
+        return CaseResult(suite.name, case.name, (), time.perf_counter() - start, skipped=skipped)
+    now = case.now or suite.now or datetime.datetime.now(datetime.UTC)
+    try:
+        admission = PolicyEngine(policies, store).admit(case.request, case.namespace, now=now)
+    except UpgradeGateError as error:
+        failures: tuple[str, ...] = (f"the request could not be admitted: {error}",)
+        return CaseResult(suite.name, case.name, failures, time.perf_counter() - start)
+    found = list(_check(case.expect, admission))
+    elapsed = time.perf_counter() - start
+    full, brief = tuple(f for f, _ in found), tuple(b for _, b in found)
+    return CaseResult(suite.name, case.name, full, elapsed, admission, brief=brief)
+
+
+def apply_settings(
+    settings: Mapping[str, str], policies: PolicySet, store: InMemoryObjectStore, namespace: str
+) -> str | None:
+    """Lay ``settings`` over the ``data`` of every param object the bindings of ``policies`` read for a request in
+    ``namespace`` (``dispatch.collect_params``, as the engine finds them), replacing those objects in ``store``.
+    Returns why the settings cannot apply (no binding reads a param, one finds none, or one is not a ConfigMap),
+    else ``None``."""
+    pairs = [
+        (policy, binding)
+        for policy_list, bindings in (
+            (policies.validating_policies, policies.validating_bindings),
+            (policies.mutating_policies, policies.mutating_bindings),
+        )
+        for policy in policy_list
+        for binding in bindings
+        if binding.policy_name == policy.name and policy.param_kind is not None and binding.param_ref is not None
+    ]
+    if not pairs:
+        return "the case states settings, but no binding of its policies reads a param"
+    targets: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for policy, binding in pairs:
+        try:
+            found = collect_params(policy.param_kind, binding.param_ref, namespace, store, CLUSTER_SCOPED_KINDS)
+        except ParamError as error:
+            return f"the case states settings, but binding {binding.name} finds no param: {error}"
+        if not found:
+            return f"the case states settings, but binding {binding.name} finds no param"
+        for param in found:
+            if param is None or (param.get("apiVersion"), param.get("kind")) != ("v1", "ConfigMap"):
+                kind = param.get("kind") if param is not None else None
+                return f"settings apply to a ConfigMap param; binding {binding.name} reads a {kind}"
+            metadata = param.get("metadata") or {}
+            targets[(metadata.get("namespace") or "", metadata.get("name") or "")] = param
+    for param in targets.values():
+        store.add({**param, "data": {**(param.get("data") or {}), **settings}})
+    return None
+
+
+#: The characters a failure summary (``CaseResult.summary``) takes at most, about.
+SUMMARY_WIDTH = 160
+#: The characters of a value a brief failure shows on either side of the first difference.
+_CONTEXT = 40
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis where longer."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _differing(expected: str, got: str) -> tuple[str, str]:
+    """``expected`` and ``got`` (as ``repr``) cut to ``_CONTEXT`` characters before their first difference and as
+    many after it, an ellipsis marking each cut."""
+    start = next(
+        (i for i, (a, b) in enumerate(zip(expected, got, strict=False)) if a != b), min(len(expected), len(got))
+    )
+    begin = max(0, start - _CONTEXT)
+
+    def cut(text: str) -> str:
+        end = start + _CONTEXT
+        return ("…" if begin else "") + repr(text[begin:end]) + ("…" if end < len(text) else "")
+
+    return cut(expected), cut(got)
+
+
+def _first_difference(expected: object, got: object, path: str = "") -> tuple[str, object, object]:
+    """The JSON pointer of the first place ``got`` differs from ``expected``, and the two values there."""
+    if isinstance(expected, Mapping) and isinstance(got, Mapping):
+        for key in sorted({*expected, *got}, key=str):
+            if expected.get(key, _MISSING) != got.get(key, _MISSING):
+                return _first_difference(expected.get(key, _MISSING), got.get(key, _MISSING), f"{path}/{key}")
+    if isinstance(expected, list) and isinstance(got, list) and len(expected) == len(got):
+        for index, (left, right) in enumerate(zip(expected, got, strict=True)):
+            if left != right:
+                return _first_difference(left, right, f"{path}/{index}")
+    return path or "/", expected, got
+
+
+#: The words the apiserver puts before the reason of a denial (``validating``, ``mutating``).
+_DENIAL = re.compile(r"^(?:Validating|Mutating)AdmissionPolicy '([^']*)' with binding '[^']*' denied request: ")
+
+
+def _reason(message: str) -> str:
+    """A denial's message as ``<policy>: <reason>``, without the apiserver's words around them."""
+    return _DENIAL.sub(lambda found: f"{found.group(1)}: ", message, count=1)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "nothing"
+
+
+_MISSING = _Missing()
+
+
+def _check(expect: Mapping[str, Any], admission: Admission) -> Iterator[tuple[str, str]]:
+    """Each unmet expectation: the sentence in full, and briefly."""
     decision = admission.validated
     if "allowed" in expect and decision.allowed is not expect["allowed"]:
+        head = f"expected allowed={expect['allowed']}, got allowed={decision.allowed}"
         detail = f": {decision.message}" if decision.message else ""
-        yield f"expected allowed={expect['allowed']}, got allowed={decision.allowed}{detail}"
+        yield head + detail, head + (f": {_reason(decision.message)}" if decision.message else "")
     if "code" in expect and decision.code != expect["code"]:
-        yield f"expected code {expect['code']}, got {decision.code}"
+        yield (text := f"expected code {expect['code']}, got {decision.code}"), text
     if "message" in expect and decision.message != expect["message"]:
-        yield f"expected message {expect['message']!r}, got {decision.message!r}"
+        wanted, found = _differing(expect["message"], decision.message)
+        full = f"expected message {expect['message']!r}, got {decision.message!r}"
+        yield full, f"expected message {wanted}, got {found}"
     if "messageMatches" in expect and not re.search(expect["messageMatches"], decision.message):
-        yield f"expected a message matching {expect['messageMatches']!r}, got {decision.message!r}"
+        full = f"expected a message matching {expect['messageMatches']!r}, got {decision.message!r}"
+        yield full, f"expected a message matching {expect['messageMatches']!r}, got {_reason(decision.message)!r}"
     if "warnings" in expect:
         warnings = list(admission.mutated.warnings) + list(decision.warnings)
         if warnings != list(expect["warnings"]):
-            yield f"expected warnings {list(expect['warnings'])!r}, got {warnings!r}"
+            yield (text := f"expected warnings {list(expect['warnings'])!r}, got {warnings!r}"), text
     for key, value in (expect.get("auditAnnotations") or {}).items():
         got = decision.audit_annotations.get(key)
         if got != value:
-            yield f"expected audit annotation {key}={value!r}, got {got!r}"
+            yield (text := f"expected audit annotation {key}={value!r}, got {got!r}"), text
     if "patched" in expect and admission.patched != expect["patched"]:
-        yield f"expected the patched object {expect['patched']!r}, got {admission.patched!r}"
+        where, before, after = _first_difference(expect["patched"], admission.patched)
+        full = f"expected the patched object {expect['patched']!r}, got {admission.patched!r}"
+        yield full, f"the patched object differs at {where}: expected {before!r}, got {after!r}"
 
 
 # -- reading suites ----------------------------------------------------------------------------------------
@@ -215,11 +358,25 @@ def _suite(document: Mapping[str, Any], file: Path, line: int) -> Suite:
         policies=tuple(file.parent / p for p in policies),
         objects=_objects(spec.get("objects"), f"{where}: spec.objects"),
         now=_time(spec.get("now"), f"{where}: spec.now"),
-        cases=tuple(_case(raw, index, name, file, where) for index, raw in enumerate(cases)),
+        cases=tuple(
+            _case(raw, index, name, file, where, settings=_settings(spec.get("settings"), f"{where}: spec.settings"))
+            for index, raw in enumerate(cases)
+        ),
     )
 
 
-def _case(raw: object, index: int, suite: str, file: Path, where: str) -> Case:
+def _settings(raw: object, at: str) -> dict[str, str]:
+    """A ``settings`` mapping of setting name to value, a string each as in a ConfigMap's ``data``."""
+    if raw is None:
+        return {}
+    settings = _mapping(raw, at)
+    for key, value in settings.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InputError(f'{at}.{key} must be a string, as a ConfigMap\'s data holds (quote it: {key}: "{value}")')
+    return dict(settings)
+
+
+def _case(raw: object, index: int, suite: str, file: Path, where: str, *, settings: Mapping[str, str]) -> Case:
     at = f"{where}: spec.cases[{index}]"
     case = _mapping(raw, at)
     name = case.get("name")
@@ -253,6 +410,7 @@ def _case(raw: object, index: int, suite: str, file: Path, where: str) -> Case:
         objects=_objects(case.get("objects"), f"{at}: objects"),
         now=_time(case.get("now"), f"{at}: now"),
         expect=expect,
+        settings={**settings, **_settings(case.get("settings"), f"{at}: settings")},
     )
 
 
