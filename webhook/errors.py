@@ -31,6 +31,12 @@ Outside the tree, on purpose a ``BaseException`` so that no ``except Exception``
 library's catch-all) can swallow it: ``DeadlineExceeded``, the request deadline passed during an evaluation; the
 webhook answers it with its 504 refusal.
 
+Also outside the tree, and never leaving the module that defines them: five private signals of control flow,
+each caught a few lines from where it is raised and turned into an answer there: ``serve.app``'s ``_TooLarge``
+(HTTP 413) and ``_Gone`` (the client left), ``plan.addons``' ``_Invalid`` (a manifest problem row), and the two
+``_BadValue`` of ``policy.cel.values`` and ``policy.cel.celexpr.values`` (a value CEL cannot carry, raised as
+a ``CelEvaluationError``).
+
 Front ends map the tree to outcomes: an ``InputError`` is the caller's fault (exit 2, HTTP 400),
 a ``ResolutionError`` is a negative answer (exit 1), anything else is an operational failure.
 Messages are deterministic (sorted names, no addresses, no timestamps) so tests assert whole strings.
