@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -242,8 +243,56 @@ def test_a_catalog_that_is_no_file_based_catalog_is_bad_input(tmp_path: Path) ->
     assert err.startswith(f"upgrade-gate: not a File-Based Catalog: {ROOT / 'README.md'}:") and err.count("\n") == 1
     (tmp_path / "notes.txt").write_text("not a catalog\n")
     code, stdout, err = _run("-f", str(EXAMPLE), "--catalog", str(tmp_path))
-    assert (code, stdout, err) == (
-        2,
-        "",
-        f"upgrade-gate: {tmp_path}: not a File-Based Catalog: no .json or .yaml file in it\n",
+    assert (code, stdout, err) == (2, "", f"upgrade-gate: {tmp_path}: {NO_CATALOG}\n")
+
+
+NO_CATALOG = (
+    "not a File-Based Catalog: no FBC document (a .json or .yaml file with a schema) in it or in its package "
+    "directories"
+)
+PACKAGE = '{"schema": "olm.package", "name": "p", "defaultChannel": "stable"}\n'
+
+
+def test_a_catalog_directory_holds_its_documents_at_most_one_level_down(tmp_path: Path) -> None:
+    """catalogd's and opm's layout, <catalog>/<package>/catalog.json, is a catalog; FBC documents only deeper
+    down, or files without an FBC blob (a schema), are not: bad input, before anything deeper is read."""
+    deep = tmp_path / "tmp" / "build" / "out" / "p"
+    deep.mkdir(parents=True)
+    (deep / "catalog.json").write_text(PACKAGE)
+    (tmp_path / "tmp" / "settings.json").write_text('{"editor": "vi"}\n')
+    (tmp_path / "tmp" / "build" / "notes.yaml").write_text("todo: [write]\n")
+    code, stdout, err = _run("-f", str(EXAMPLE), "--catalog", str(tmp_path / "tmp"))
+    assert (code, stdout, err) == (2, "", f"upgrade-gate: {tmp_path / 'tmp'}: {NO_CATALOG}\n")
+    code, stdout, err = _run("-f", str(EXAMPLE), "--catalog", str(tmp_path / "tmp" / "build" / "out"))
+    assert code == 1, "a package directory one level down: the catalog loads (and has no cloudnative-pg)"
+    assert "package cloudnative-pg is in none of the selected catalogs (out)" in err
+
+
+def test_text_stays_an_alias_of_table_and_junit_has_a_case_per_extension(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
+    broken = EXAMPLE.read_text(encoding="utf-8").replace("name: cloudnative-pg\n", "name: nope\n", 1)
+    (tmp_path / "b.yaml").write_text(broken.replace("packageName: cloudnative-pg", "packageName: nope"))
+    assert _run("-f", str(EXAMPLE), "--catalog", str(REAL), "-o", "text") == _run(
+        "-f", str(EXAMPLE), "--catalog", str(REAL)
     )
+    report = tmp_path / "out" / "resolve.xml"
+    report.parent.mkdir()
+    code, out, err = _run("-f", str(tmp_path), "--catalog", str(REAL), "-o", "junit", "--output-file", str(report))
+    assert (code, err) == (1, "upgrade-gate: 1 of 2 ClusterExtensions do not resolve: nope\n")
+    assert out.splitlines()[0].split()[:2] == ["EXTENSION", "PACKAGE"], "the table is printed beside the file"
+    (suite,) = ET.parse(report).getroot().findall("testsuite")
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("resolve", "2", "1")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert cases["cloudnative-pg"].find("failure") is None
+    failure = cases["nope"].find("failure")
+    assert failure is not None and failure.get("message", "").startswith(
+        'error upgrading from currently installed version "1.27.1": no bundles found for package "nope"'
+    )
+    assert [p.name for p in report.parent.iterdir()] == ["resolve.xml"], "written atomically: no temporary left"
+
+
+def test_an_output_file_that_cannot_be_written_is_bad_input(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "out.json"
+    code, out, err = _run("-f", str(EXAMPLE), "--catalog", str(REAL), "-o", "json", "--output-file", str(target))
+    assert (code, out) == (2, "")
+    assert err == f"upgrade-gate: --output-file {target}: cannot write: No such file or directory\n"

@@ -1,4 +1,5 @@
-"""The ``upgrade-gate`` command line: one thin module per command group.
+"""The ``upgrade-gate`` command line: one thin module per command group, one convention (``webhook.cli.common``,
+docs/cli.md "Conventions").
 
 Exit codes, for every command: 0 success, 1 a negative result (denied, unresolvable, failing test case),
 2 bad input (one line on stderr, never a traceback).
@@ -10,6 +11,7 @@ from typing import Any
 
 import click
 
+from webhook.cli.apply import apply_command
 from webhook.cli.cel import cel
 from webhook.cli.certs import certs
 from webhook.cli.common import EXIT_BAD_INPUT, fail
@@ -47,6 +49,7 @@ def main() -> None:
     Resolve upgrades exactly as OLM v1 does:   upgrade-gate resolve -f ext.yaml --catalog DIR
     Propose upgrades as pull requests:        upgrade-gate sync --repo URL --once
     Check a pull request in CI:               upgrade-gate review --pull 42
+    Check manifests against the policies:     upgrade-gate apply -f revision.yaml --as alice
     Test admission policies as code:          upgrade-gate policy test policies/tests
     Check policies, and which are portable:   upgrade-gate policy lint policies
     Report and clean up revisions in-cluster: upgrade-gate controller --mode gitops
@@ -62,5 +65,6 @@ main.add_command(serve)
 main.add_command(certs)
 main.add_command(sync)
 main.add_command(review)
+main.add_command(apply_command)
 main.add_command(controller)
 main.add_command(doctor)

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, cel_engine_option, echo_json, fail, handle_errors
+from webhook.cli.common import EXIT_NEGATIVE, cel_engine_option, echo_json, fail, handle_errors, now_option
 from webhook.errors import CelCompileError, CelEvaluationError, InputError
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.policy import evaluate
@@ -29,14 +29,15 @@ def cel() -> None:
     metavar="NAME=JSON|@FILE",
     help="A variable: a JSON value, or @FILE (YAML or JSON). Repeat for several.",
 )
-@click.option("--now", metavar="RFC3339", help="The time clock.now() returns (default: now).")
+@now_option()
 @cel_engine_option()
 @handle_errors
-def eval_command(expression: str, variables: tuple[str, ...], now: str | None, cel_engine: str) -> None:
+def eval_command(expression: str, variables: tuple[str, ...], now: datetime.datetime, cel_engine: str) -> None:
     """Evaluate EXPRESSION and print the result as JSON.
 
     The environment is the policies' own: the Kubernetes CEL libraries and upgrade-gate's extensions.
-    Exit 1 for an evaluation error, 2 for a compile error or bad --var.
+    The result is one JSON value, so there is no -o: no table, and no test cases for JUnit.
+    Exit 1 for an evaluation error, 2 for a compile error or bad --var or --now.
 
     \b
     Examples:
@@ -45,9 +46,8 @@ def eval_command(expression: str, variables: tuple[str, ...], now: str | None, c
       upgrade-gate cel eval 'olm.inRange(v, ">=1.2 <2")' --var v='"1.4.0"'
     """
     values = dict(_variable(text) for text in variables)
-    moment = _moment(now) if now else None
     try:
-        result = evaluate(expression, values, now=moment, engine=cel_engine)
+        result = evaluate(expression, values, now=now, engine=cel_engine)
     except CelCompileError as error:
         raise InputError(f"compile error: {error}") from None
     except CelEvaluationError as error:
@@ -69,11 +69,3 @@ def _variable(text: str) -> tuple[str, Any]:
         return name, json.loads(raw)
     except json.JSONDecodeError as error:
         raise InputError(f"--var {name}: {raw!r} is not JSON ({error.msg}); quote strings: {name}='\"text\"'") from None
-
-
-def _moment(text: str) -> datetime.datetime:
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"--now {text!r} is not an RFC 3339 time, e.g. 2026-06-01T12:00:00Z") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)

@@ -3,11 +3,22 @@ really held?"""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
+from webhook.cli.common import (
+    EXIT_NEGATIVE,
+    Case,
+    Output,
+    fail,
+    handle_errors,
+    json_text,
+    junit_suite,
+    junit_text,
+    output_options,
+)
 from webhook.controller import DEFAULT_SETTINGS_NAMESPACE, Report, diagnose
 from webhook.io.kube import Cluster
 
@@ -27,9 +38,9 @@ _COLUMNS = ("CHECK", "RESULT", "MESSAGE")
     help="Namespace of the policy settings ConfigMap upgrade-gate-settings.",
 )
 @click.option("--strict", is_flag=True, help="Exit 1 on a warning too.")
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_options(aliases={"text": "table"})
 @handle_errors
-def doctor(kubeconfig: Path | None, settings_namespace: str, strict: bool, output: str) -> None:
+def doctor(kubeconfig: Path | None, settings_namespace: str, strict: bool, output: Output) -> None:
     """Check that the installed upgrade gate really holds OLM v1 upgrades on this cluster.
 
     The gate holds an upgrade by denying operator-controller's CREATE of the new release: a Helm release index
@@ -48,6 +59,8 @@ def doctor(kubeconfig: Path | None, settings_namespace: str, strict: bool, outpu
       webhook-ready            the webhook's Service answers GET /readyz through the API server's proxy
       one-operator-controller  a single operator-controller runs
 
+    -o junit: a test case per check; fail fails it, and warn too with --strict.
+
     \b
     Examples:
       upgrade-gate doctor
@@ -61,14 +74,35 @@ def doctor(kubeconfig: Path | None, settings_namespace: str, strict: bool, outpu
     webhook-ready. Writes nothing.
     """
     report = diagnose(Cluster.from_kubeconfig(kubeconfig), settings_namespace=settings_namespace)
-    if output == "json":
-        echo_json(report.to_dict())
-    else:
-        click.echo(table(report), nl=False)
+    output.emit(lambda form: _render(form, report, strict=strict))
     if report.exit_code(strict=strict):
         failing = report.count("fail") or report.count("warn")
         word = "fail" if report.count("fail") else "warn (--strict)"
         fail(f"{failing} of {len(report.checks)} checks {word}", EXIT_NEGATIVE)
+
+
+def _render(form: str, report: Report, *, strict: bool) -> str:
+    if form == "json":
+        return json_text(report.to_dict())
+    if form == "junit":
+        return junit_text(_junit(report, strict=strict))
+    return table(report)
+
+
+def _junit(report: Report, *, strict: bool) -> ET.Element:
+    """A test suite ``doctor`` with a test case per check: a ``fail`` (and, ``strict``, a ``warn``) is a failure
+    with its message and what to do; the other results are system-out."""
+    root = ET.Element("testsuites", name="upgrade-gate doctor")
+    failing = ("fail", "warn") if strict else ("fail",)
+    cases = []
+    for check in report.checks:
+        text = f"{check.message} (fix: {check.action})" if check.action else check.message
+        if check.result in failing:
+            cases.append(Case(check.id, "doctor", text, check.result))
+        else:
+            cases.append(Case(check.id, "doctor", output=f"{check.result}: {text}"))
+    junit_suite(root, "doctor", cases)
+    return root
 
 
 def table(report: Report) -> str:

@@ -10,12 +10,24 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, cel_engine_option, echo_json, fail, handle_errors
+from webhook.cli.common import (
+    EXIT_NEGATIVE,
+    Case,
+    Output,
+    cel_engine_option,
+    fail,
+    handle_errors,
+    json_text,
+    junit_suite,
+    junit_text,
+    output_options,
+    table,
+    write_atomically,
+)
 from webhook.errors import InputError
 from webhook.policy import FileReport, SuiteResult, lint, load_suites, run_suites
 
 PATHS = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 
 
 @click.group()
@@ -25,20 +37,21 @@ def policy() -> None:
 
 @policy.command("test")
 @PATHS
-@OUTPUT
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write a JUnit XML report.")
+@output_options()
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), hidden=True)  # deprecated alias
 @cel_engine_option()
 @handle_errors
-def test(paths: tuple[Path, ...], output: str, junit: Path | None, cel_engine: str) -> None:
+def test(paths: tuple[Path, ...], output: Output, junit: Path | None, cel_engine: str) -> None:
     """Run PolicyTest suites (files or directories).
 
     Each case is admitted as the kube-apiserver would: mutating policies, their patch, then validating
-    policies on the patched object; its expectations are checked. Exit 1 if any case fails.
+    policies on the patched object; its expectations are checked. Exit 1 if any case fails. -o junit: a test
+    suite per PolicyTest suite, a test case per case.
 
     \b
     Example:
       upgrade-gate policy test policies/tests
-      upgrade-gate policy test policies/tests --cel-engine cel-expr
+      upgrade-gate policy test policies/tests --cel-engine cel-expr -o junit --output-file policy-tests.xml
     """
     suites = load_suites(paths)
     if not suites:
@@ -50,12 +63,9 @@ def test(paths: tuple[Path, ...], output: str, junit: Path | None, cel_engine: s
             click.echo(f"\r[{index}/{len(suites)}] {result.name}".ljust(60), err=True, nl=False)
     if sys.stderr.isatty() and suites:
         click.echo("\r".ljust(61) + "\r", err=True, nl=False)
-    if junit is not None:
-        _junit(results).write(junit, encoding="utf-8", xml_declaration=True)
-    if output == "json":
-        echo_json([_suite_document(r) for r in results])
-    else:
-        click.echo(_suite_table(results))
+    if junit is not None:  # the deprecated --junit FILE: -o junit --output-file FILE, beside the -o output
+        write_atomically(junit, _render_suites("junit", results))
+    output.emit(lambda form: _render_suites(form, results))
     if not all(r.passed for r in results):
         failed = sum(1 for r in results for c in r.cases if not c.passed) + sum(1 for r in results if r.error)
         fail(f"{failed} of {sum(len(r.cases) for r in results)} cases failed", EXIT_NEGATIVE)
@@ -63,9 +73,9 @@ def test(paths: tuple[Path, ...], output: str, junit: Path | None, cel_engine: s
 
 @policy.command("lint")
 @PATHS
-@OUTPUT
+@output_options()
 @handle_errors
-def lint_command(paths: tuple[Path, ...], output: str) -> None:
+def lint_command(paths: tuple[Path, ...], output: Output) -> None:
     """Validate policy files as the kube-apiserver does on create, and say which are portable.
 
     A policy that calls an upgrade-gate extension function (clock.now, cluster.get/list, olm.*) runs only in
@@ -74,18 +84,13 @@ def lint_command(paths: tuple[Path, ...], output: str) -> None:
     time on large enough objects. The table counts such expressions; those of policies that would otherwise be
     portable are listed after it, and --output json lists them all with their estimates. Every broken file is
     reported with its file, line, column and field; the others are still listed. A binding whose policyName
-    names no policy in the files linted is reported too. Exit 1 if any file is broken, 2 if none is found.
+    names no policy in the files linted is reported too. -o junit: a test case per file, failing when it is
+    broken. Exit 1 if any file is broken, 2 if none is found.
     """
     reports = lint(paths)
     if not reports:
         raise InputError(f"no policy file (*.yaml, *.yml, *.json) found in {', '.join(map(str, paths))}")
-    if output == "json":
-        echo_json([_file_document(r) for r in reports])
-    else:
-        click.echo(_lint_table(reports))
-        findings = list(_expensive_lines(reports))
-        if findings:
-            click.echo("\n" + "\n".join(findings))
+    output.emit(lambda form: _render_lint(form, reports))
     for report in reports:
         for error in report.errors:
             click.echo(error, err=True)
@@ -93,12 +98,26 @@ def lint_command(paths: tuple[Path, ...], output: str) -> None:
         raise SystemExit(EXIT_NEGATIVE)
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in [header, *rows]
-    )
+def _render_suites(form: str, results: list[SuiteResult]) -> str:
+    if form == "json":
+        return json_text([_suite_document(r) for r in results])
+    if form == "junit":
+        root = ET.Element("testsuites", name="upgrade-gate policy test")
+        junit_suites(root, results)
+        return junit_text(root)
+    return _suite_table(results) + "\n"
+
+
+def _render_lint(form: str, reports: list[FileReport]) -> str:
+    if form == "json":
+        return json_text([_file_document(r) for r in reports])
+    if form == "junit":
+        root = ET.Element("testsuites", name="upgrade-gate policy lint")
+        cases = [Case(str(r.file), "policy lint", "; ".join(r.errors) or None, "broken") for r in reports]
+        junit_suite(root, "policy lint", cases)
+        return junit_text(root)
+    findings = list(_expensive_lines(reports))
+    return _lint_table(reports) + "\n" + ("\n" + "\n".join(findings) + "\n" if findings else "")
 
 
 def _suite_table(results: list[SuiteResult]) -> str:
@@ -112,7 +131,7 @@ def _suite_table(results: list[SuiteResult]) -> str:
     cases = [c for r in results for c in r.cases]
     failed = sum(1 for c in cases if not c.passed) + sum(1 for r in results if r.error)
     summary = f"{len(cases) - sum(1 for c in cases if not c.passed)} passed, {failed} failed"
-    return _table(("SUITE", "CASE", "RESULT", "DETAIL"), rows) + f"\n\n{summary}"
+    return "\n".join(table(("SUITE", "CASE", "RESULT", "DETAIL"), rows)) + f"\n\n{summary}"
 
 
 def _suite_document(result: SuiteResult) -> dict[str, Any]:
@@ -125,12 +144,6 @@ def _suite_document(result: SuiteResult) -> dict[str, Any]:
             for c in result.cases
         ],
     }
-
-
-def _junit(results: list[SuiteResult]) -> ET.ElementTree[ET.Element]:
-    root = ET.Element("testsuites", name="upgrade-gate policy test")
-    junit_suites(root, results)
-    return ET.ElementTree(root)
 
 
 def junit_suites(root: ET.Element, results: Iterable[SuiteResult]) -> None:
@@ -170,7 +183,7 @@ def _lint_table(reports: list[FileReport]) -> str:
             if item.expensive:
                 notes += f"{'; ' if notes else ''}{len(item.expensive)} expression(s) may be cancelled at run time"
             rows.append((str(report.file), item.kind, item.name, portable, notes))
-    return _table(("FILE", "KIND", "NAME", "PORTABLE", "EXTENSIONS"), rows)
+    return "\n".join(table(("FILE", "KIND", "NAME", "PORTABLE", "EXTENSIONS"), rows))
 
 
 #: Characters of an expression quoted in a text report line (the JSON report has it whole).

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
-from webhook.errors import InputError, InvalidVersion, ManifestError
+from webhook.cli.common import (
+    EXIT_NEGATIVE,
+    Case,
+    Output,
+    fail,
+    handle_errors,
+    json_text,
+    junit_suite,
+    junit_text,
+    output_options,
+    table,
+)
+from webhook.errors import CatalogError, InputError, InvalidVersion, ManifestError
 from webhook.io import open_catalog
-from webhook.manifests import load_manifests
+from webhook.manifests import MANIFEST_SUFFIXES, load_manifests
 from webhook.olm import Catalog, ClusterExtension, InstalledBundle, UpgradeCheck, VersionRelease, check_extension
+from webhook.olm.fbc import CLUSTER_CATALOG_FILE, iter_json_stream, iter_yaml_stream
 
 
 @click.command()
@@ -36,9 +50,9 @@ from webhook.olm import Catalog, ClusterExtension, InstalledBundle, UpgradeCheck
     metavar="NAME@VERSION",
     help="Installed bundle; overrides the manifest's status.install.bundle.",
 )
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_options(aliases={"text": "table"})
 @handle_errors
-def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, output: str) -> None:
+def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, output: Output) -> None:
     """Resolve ClusterExtensions against catalogs exactly as OLM v1 does.
 
     Applies the channel filter, the spec.version range (Masterminds), upgrade edges from the installed
@@ -46,10 +60,13 @@ def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, ou
     whether a ClusterExtensionRevision is due (none for a pinned version, none without an upgrade).
 
     A catalog directory may hold a clustercatalog.yaml (ClusterCatalog manifest) giving the catalog's name,
-    labels, spec.priority, spec.availabilityMode and Serving condition.
+    labels, spec.priority, spec.availabilityMode and Serving condition. A catalog directory holds its FBC
+    documents directly or in package directories one level down (<package>/catalog.json, as catalogd and opm
+    lay them out); a directory with none there is bad input, and nothing deeper is searched.
 
     One ClusterExtension is explained in full; several (a directory, or a file of several documents) give
-    a table with one row each, and -o json a list of the same documents.
+    a table with one row each, and -o json a list of the same documents. -o junit: one test case per
+    ClusterExtension, failing when it does not resolve.
 
     \b
     Exit codes: 0 resolved, 1 a resolution error (upstream's message on stderr), 2 bad input.
@@ -59,7 +76,7 @@ def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, ou
           --catalog catalogs/certified-operators-v4.22 --installed cloudnative-pg.v1.27.0@1.27.0
     """
     extensions = _extensions(manifest)
-    loaded = [open_catalog(location) for location in catalogs]
+    loaded = [_open(location) for location in catalogs]
     if installed is not None:
         if len(extensions) > 1:
             raise InputError(f"--installed needs one ClusterExtension; {manifest} has {len(extensions)}")
@@ -70,22 +87,81 @@ def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, ou
         for problem in catalog.unattributed:
             click.echo(f"upgrade-gate: warning: {problem}", err=True)
     checks = [check_extension(extension, loaded) for extension in extensions]
-    if len(checks) > 1:
-        if output == "json":
-            echo_json([_document(c) for c in checks])
-        else:
-            click.echo(_table(checks))
-        failed = [c.extension.name for c in checks if c.error is not None]
-        if failed:
-            fail(f"{len(failed)} of {len(checks)} ClusterExtensions do not resolve: {', '.join(failed)}", EXIT_NEGATIVE)
-        return
-    [check] = checks
-    if output == "json":
-        echo_json(_document(check))
-    else:
-        click.echo(_text(check, loaded))
-    if check.error is not None:
-        fail(f"{check.error}; {check.unavailable}" if check.unavailable else check.error, EXIT_NEGATIVE)
+    output.emit(lambda form: _render(form, checks, loaded))
+    failed = [c for c in checks if c.error is not None]
+    if len(checks) > 1 and failed:
+        names = ", ".join(c.extension.name for c in failed)
+        fail(f"{len(failed)} of {len(checks)} ClusterExtensions do not resolve: {names}", EXIT_NEGATIVE)
+    if failed:
+        fail(_error(failed[0]), EXIT_NEGATIVE)
+
+
+def _open(location: str) -> Catalog:
+    """``open_catalog``, after the bounded check of a directory (``_has_blob``): a directory that is no catalog
+    (``--catalog /tmp``) is bad input before any walk below it."""
+    path = Path(location)
+    if path.is_dir() and not _has_blob(path):
+        raise CatalogError(
+            f"{path}: not a File-Based Catalog: no FBC document (a .json or .yaml file with a schema) in it or in "
+            "its package directories"
+        )
+    return open_catalog(location)
+
+
+def _has_blob(directory: Path) -> bool:
+    """Whether a file directly in ``directory`` or in one of its subdirectories (a package directory), hidden
+    entries and the ClusterCatalog manifest aside, starts with an FBC blob (a mapping with a string ``schema``).
+    Reads two levels of the tree at most, and files only until one qualifies."""
+    return any(_starts_with_blob(file) for file in _candidates(directory))
+
+
+def _candidates(directory: Path) -> Iterator[Path]:
+    entries = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+    yield from (p for p in entries if p.is_file() and p.suffix in MANIFEST_SUFFIXES and p.name != CLUSTER_CATALOG_FILE)
+    for folder in (p for p in entries if p.is_dir()):
+        yield from sorted(
+            p for p in folder.iterdir() if p.suffix in MANIFEST_SUFFIXES and not p.name.startswith(".") and p.is_file()
+        )
+
+
+def _starts_with_blob(file: Path) -> bool:
+    try:
+        text = file.read_text(encoding="utf-8")
+        values = (v for v, *_ in (iter_json_stream if file.suffix == ".json" else iter_yaml_stream)(text, str(file)))
+        first = next(values, None)
+    except (CatalogError, OSError, UnicodeDecodeError):
+        return False
+    return isinstance(first, Mapping) and isinstance(first.get("schema"), str)
+
+
+def _error(check: UpgradeCheck) -> str:
+    return f"{check.error}; {check.unavailable}" if check.unavailable else str(check.error)
+
+
+def _render(form: str, checks: list[UpgradeCheck], catalogs: list[Catalog]) -> str:
+    """The checks in the output format ``form``: one ClusterExtension's JSON document or explanation, several
+    as a list or a table; JUnit in either case."""
+    if form == "json":
+        return json_text(_document(checks[0]) if len(checks) == 1 else [_document(c) for c in checks])
+    if form == "junit":
+        return junit_text(_junit(checks))
+    return (_text(checks[0], catalogs) if len(checks) == 1 else _table(checks)) + "\n"
+
+
+def _junit(checks: list[UpgradeCheck]) -> ET.Element:
+    """A test suite ``resolve`` with a test case per ClusterExtension (failing, with the resolution error, when it
+    does not resolve; else the resolved bundle and the revision due as system-out)."""
+    root = ET.Element("testsuites", name="upgrade-gate resolve")
+    cases = []
+    for check in checks:
+        if check.error is not None or check.resolution is None:
+            cases.append(Case(check.extension.name, check.extension.source.package, _error(check), "unresolved"))
+            continue
+        due = f"revision {check.revision.name} due" if check.revision else "no revision due"
+        resolved = f"resolves to {check.resolution.bundle.name} ({check.resolution.version}); {due}"
+        cases.append(Case(check.extension.name, check.extension.source.package, output=resolved))
+    junit_suite(root, "resolve", cases)
+    return root
 
 
 def _extensions(path: Path) -> list[ClusterExtension]:
@@ -102,13 +178,13 @@ def _extensions(path: Path) -> list[ClusterExtension]:
 def _table(checks: list[UpgradeCheck]) -> str:
     """One row per extension: what is installed, what OLM v1 would resolve, and the revision due or the error."""
     header = ("EXTENSION", "PACKAGE", "INSTALLED", "RESOLVED", "CATALOG", "REVISION")
-    rows = [header]
+    rows = []
     for check in checks:
         installed = check.extension.installed
         resolution = check.resolution
         outcome = check.revision.name if check.revision else "-"
         if check.error is not None:
-            outcome = f"error: {check.error}" + (f"; {check.unavailable}" if check.unavailable else "")
+            outcome = f"error: {_error(check)}"
         rows.append(
             (
                 check.extension.name,
@@ -119,8 +195,7 @@ def _table(checks: list[UpgradeCheck]) -> str:
                 outcome,
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1] for row in rows)
+    return "\n".join(table(header, rows))
 
 
 def _installed(text: str, package: str, catalogs: list[Catalog]) -> InstalledBundle:

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, echo_json, fail, handle_errors
+from webhook.cli.common import EXIT_NEGATIVE, Output, fail, handle_errors, json_text, output_options, table
 from webhook.errors import ClusterError, InputError
 from webhook.io import Credentials
 from webhook.io.kube import Cluster, LeaseElector, connect
@@ -43,7 +43,7 @@ def parse_duration(text: str) -> float:
     type=click.Path(file_okay=False, path_type=Path),
     help="The sync loop's working clone [default: ~/.cache/upgrade-gate/<hash of the repository>].",
 )
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_options(("table", "json"), aliases={"text": "table"})
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Report progress on stderr.")
 @click.option(
     "--dry-run",
@@ -52,7 +52,7 @@ def parse_duration(text: str) -> float:
 )
 @handle_errors
 def sync(
-    *, repo: str, once: bool, interval: str | None, workdir: Path | None, output: str, progress: bool, dry_run: bool
+    *, repo: str, once: bool, interval: str | None, workdir: Path | None, output: Output, progress: bool, dry_run: bool
 ) -> None:
     """Propose operator upgrades (ClusterExtensionRevisions) and add-on installVersion upgrades on a GitOps repository.
 
@@ -65,7 +65,8 @@ def sync(
 
     With --dry-run, the cycle reads the remote and the forge, then prints what it would do and the diff of
     each change, and pushes and writes nothing. With --interval, each cycle prints its time and only the
-    entries that changed since the cycle before.
+    entries that changed since the cycle before (--output-file: each cycle replaces the file). No -o junit:
+    a cycle's entries are actions taken, not test cases.
 
     \b
     Environment: UPGRADE_GATE_GIT_USERNAME/_PASSWORD (HTTPS), GIT_SSH_COMMAND (SSH), UPGRADE_GATE_FORGE_TOKEN,
@@ -92,7 +93,7 @@ def sync(
     )
     if period is None:
         report = run_cycle(options)
-        _render(report, output)
+        _render(report, output.format, file=output.file)
         if report.problems:
             counts = ", ".join(f"{report.count(a)} {a}" for a in PROBLEMS if report.count(a))
             fail(f"{report.problems} need attention ({counts})", EXIT_NEGATIVE)
@@ -109,7 +110,9 @@ def sync(
         options,
         period,
         elector,
-        on_report=lambda report, stamp, previous: _render(report, output, stamp=stamp, previous=previous),
+        on_report=lambda report, stamp, previous: _render(
+            report, output.format, stamp=stamp, previous=previous, file=output.file
+        ),
         on_error=lambda stamp, error: click.echo(f"upgrade-gate: {stamp}: {error}", err=True),
     )
 
@@ -143,16 +146,28 @@ class _Progress:
             click.echo(f"upgrade-gate: resolving {done}/{total} ({subject})", err=True)
 
 
-def _render(report: Report, output: str, *, stamp: str | None = None, previous: Report | None = None) -> None:
+def _render(
+    report: Report,
+    output: str,
+    *,
+    stamp: str | None = None,
+    previous: Report | None = None,
+    file: Path | None = None,
+) -> None:
+    """The report in the format ``output`` (``json``, else the table) on stdout or in ``file`` (``Output``)."""
+    for warning in report.warnings:  # a write that failed without failing the cycle (the dashboard)
+        click.echo(f"upgrade-gate: warning: {warning}", err=True)
+    Output(output, file).emit(lambda form: _text(report, form, stamp=stamp, previous=previous))
+
+
+def _text(report: Report, output: str, *, stamp: str | None, previous: Report | None) -> str:
     """The report as JSON or as a table; with ``stamp`` (a cycle of ``--interval``) the time first, and only
     the entries that differ from the ``previous`` cycle's. A dry run's diffs follow the table."""
     if output == "json":
-        echo_json({**report.to_json(), **({"time": stamp} if stamp else {})})
-        return
+        return json_text({**report.to_json(), **({"time": stamp} if stamp else {})})
     seen = set(previous.entries) if previous is not None else set()
     changed = [e for e in report.entries if e.action != "unchanged" and e not in seen]
-    if stamp is not None:
-        click.echo(f"{stamp} cycle")
+    lines = [f"{stamp} cycle"] if stamp is not None else []
     rows = [
         (
             e.subject,
@@ -166,12 +181,11 @@ def _render(report: Report, output: str, *, stamp: str | None = None, previous: 
         for e in changed
     ]
     if rows:
-        widths = [max(len(r[i]) for r in [_COLUMNS, *rows]) for i in range(len(_COLUMNS) - 1)]
-        for row in [_COLUMNS, *rows]:
-            click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+        lines += table(_COLUMNS, rows)
+    text = "".join(line + "\n" for line in lines)
     for entry in changed:
         if entry.diff:
-            click.echo(f"\n{entry.subject} on {entry.branch}:\n{entry.diff}", nl=False)
+            text += f"\n{entry.subject} on {entry.branch}:\n{entry.diff}"
     counts = ", ".join(f"{report.count(a)} {a}" for a in ACTIONS)
     dry_run = "; dry run: nothing pushed, nothing written to the forge" if report.dry_run else ""
-    click.echo(f"{counts} (base {report.base} at {report.commit[:12]}{dry_run})")
+    return text + f"{counts} (base {report.base} at {report.commit[:12]}{dry_run})\n"
