@@ -7,11 +7,13 @@ from __future__ import annotations
 import contextlib
 import json
 import urllib.parse
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+import xmlschema
 from click.testing import CliRunner
 
 from tests.controller.test_doctor import (
@@ -36,6 +38,7 @@ users: [{{name: u, user: {{token: t}}}}]
 contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
 current-context: x
 """
+JUNIT_XSD = Path(__file__).resolve().parents[2] / "tests" / "data" / "junit" / "junit-10.xsd"
 PROXY = "/api/v1/namespaces/upgrade-gate/services/https:gate-upgrade-gate-webhook:443/proxy/readyz"
 LISTS = {
     "/apis/apps/v1/deployments": "Deployment",
@@ -270,3 +273,25 @@ def test_help_says_what_it_checks_the_exit_codes_and_an_example():
     for text in (*CHECKS, "Exit codes: 0", "upgrade-gate doctor --kubeconfig", "--settings-namespace", "--strict"):
         assert text in out
     assert "upgrade-gate doctor" in CliRunner().invoke(main, ["--help"]).stdout
+
+
+def test_junit_has_a_case_per_check_failing_as_the_exit_code_does(tmp_path):
+    """fail is a failure; warn only with --strict (as it then exits 1); the file validates against the JUnit schema."""
+    objects = [o for o in openshift_layout() if o["kind"] != "CustomResourceDefinition"]  # revision-crd warns
+    report = tmp_path / "doctor.xml"
+    with cluster(tmp_path, objects) as (kubeconfig, _):
+        for strict in ((), ("--strict",)):
+            code, out, _ = doctor("--kubeconfig", str(kubeconfig), "-o", "junit", "--output-file", str(report), *strict)
+            assert code == 1 and out.startswith("CHECK ")
+            xmlschema.XMLSchema(JUNIT_XSD).validate(report)
+            (suite,) = ET.parse(report).getroot().findall("testsuite")
+            failing = {c.get("name"): c.find("failure").get("type") for c in suite if c.find("failure") is not None}
+            expected = {"gate-webhooks": "fail", "settings": "fail"} | ({"revision-crd": "warn"} if strict else {})
+            assert (suite.get("tests"), failing) == (str(len(CHECKS)), expected)
+
+
+def test_a_missing_kubeconfig_is_named(tmp_path):
+    missing = tmp_path / "nowhere" / "config"
+    message = f"upgrade-gate: no cluster configuration: {missing}: Invalid kube-config file. No configuration found.\n"
+    assert doctor("--kubeconfig", str(missing))[::2] == (2, message)
+    assert doctor(KUBECONFIG=str(missing))[::2] == (2, message)

@@ -122,9 +122,9 @@ def _api_client(settings: SyncSettings) -> Any:
         return None
     try:
         return connect(settings.kubeconfig)
-    except ClusterError:
+    except ClusterError as error:  # no configuration loads: bad input when a cluster is required
         if settings.cluster == "on":
-            raise
+            raise InputError(str(error)) from None
         return None
 
 
