@@ -285,7 +285,7 @@ def test_junit_has_a_case_per_check_failing_as_the_exit_code_does(tmp_path):
             assert code == 1 and out.startswith("CHECK ")
             xmlschema.XMLSchema(JUNIT_XSD).validate(report)
             (suite,) = ET.parse(report).getroot().findall("testsuite")
-            failing = {c.get("name"): c.find("failure").get("type") for c in suite if c.find("failure") is not None}
+            failing = {c.get("name"): f.get("type") for c in suite if (f := c.find("failure")) is not None}
             expected = {"gate-webhooks": "fail", "settings": "fail"} | ({"revision-crd": "warn"} if strict else {})
             assert (suite.get("tests"), failing) == (str(len(CHECKS)), expected)
 
