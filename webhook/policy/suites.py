@@ -234,7 +234,7 @@ def apply_settings(
         try:
             found = collect_params(policy.param_kind, binding.param_ref, namespace, store, CLUSTER_SCOPED_KINDS)
         except ParamError as error:
-            return f"the case states settings, but binding {binding.name} finds no param: {error}"
+            return f"the case states settings, but binding {binding.name} cannot read its param: {error}"
         if not found:
             return f"the case states settings, but binding {binding.name} finds no param"
         for param in found:
@@ -251,7 +251,7 @@ def apply_settings(
 #: The characters a failure summary (``CaseResult.summary``) takes at most, about.
 SUMMARY_WIDTH = 160
 #: The characters of a value a brief failure shows on either side of the first difference.
-_CONTEXT = 40
+_CONTEXT = 30
 
 
 def shorten(text: str, width: int) -> str:
