@@ -1,7 +1,9 @@
 """``upgrade-gate review`` on real git repositories with the fake GitHub (and the fake GitLab where the forge's
 answers decide): the admission requests a pull request
 makes once Argo CD applies it, evaluated with the bundled policies as the applier and the approving reviewers;
-policy changes; bad input with one line and the documented exit code; JUnit output against a real schema."""
+policy changes; bad input with one line and the documented exit code; JUnit output against a real schema; the
+rows at the line that decides, with the policy's own message and who may approve; the job summary and the pull
+request comment (the Markdown itself: tests/sync/test_review_markdown.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 
 import pytest
 import xmlschema
+import yaml
 from click.testing import CliRunner
 
 from tests.sync.conftest import NOW, ROOT, World, git
@@ -25,8 +28,20 @@ REVISION = "clusters/prod/revisions/cloudnative-pg-1.30.0.yaml"
 EXTENSION = "clusters/prod/extensions/cloudnative-pg.yaml"
 TEAM = "example-org/platform-admins"
 LATER = (NOW + datetime.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-DENIED = "ValidatingAdmissionPolicy 'upgrade-gate-revision-approval' with binding 'upgrade-gate-revision-approval' "
+APPROVAL = "upgrade-gate-revision-approval"
+APPROVERS = {"groups": ["upgrade-approvers", "platform-admins"], "teams": [TEAM]}
+"""The bundled settings' approverGroups, and the team ``gate`` maps to one of them."""
+CI_ENV = (
+    "GITHUB_STEP_SUMMARY",
+    "GITHUB_SERVER_URL",
+    "GITHUB_REPOSITORY",
+    "GITHUB_RUN_ID",
+    "CI_PROJECT_URL",
+    "CI_JOB_URL",
+)
 JUNIT_XSD = ROOT / "tests" / "data" / "junit" / "junit-10.xsd"
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""The parser the review reads manifests with (libyaml's when PyYAML has it)."""
 BROKEN_POLICY = "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n"  # no name, no spec
 
 
@@ -82,18 +97,28 @@ def reviewed(world: World, *logins: str, annotation: str | None = None, trusted:
     return number
 
 
-def review(world: World, *args: str) -> tuple[int, str, str]:
+def review(world: World, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run ``upgrade-gate review`` outside any CI (but for ``env``): exit code, stdout, stderr."""
     argv = ["review", "--repo", str(world.human), "--now", LATER, *args]
-    result = CliRunner().invoke(main, argv, env={"UPGRADE_GATE_FORGE_TOKEN": "t0ken"})
+    environment: dict[str, str | None] = dict.fromkeys(CI_ENV)
+    environment.update({"UPGRADE_GATE_FORGE_TOKEN": "t0ken", **(env or {})})
+    result = CliRunner().invoke(main, argv, env=environment)
     return result.exit_code, result.stdout, result.stderr
 
 
-def results(world: World, *args: str) -> tuple[int, list[dict[str, Any]]]:
+def results(
+    world: World, *args: str, keys: tuple[str, ...] = ("file", "operation", "as", "verdict", "message")
+) -> tuple[int, list[dict[str, Any]]]:
     code, out, err = review(world, *args, "-o", "json")
     assert out, err
-    return code, [
-        {k: r[k] for k in ("file", "operation", "as", "verdict", "message")} for r in json.loads(out)["results"]
-    ]
+    return code, [{k: r[k] for k in keys} for r in json.loads(out)["results"]]
+
+
+def line_of(world: World, path: str, text: str) -> int:
+    """The 1-based line of ``path`` (in the human's working tree) that starts, after indentation, with ``text``."""
+    lines = (world.human / path).read_text().splitlines()
+    [found] = [n for n, line in enumerate(lines, 1) if line.strip().startswith(text)]
+    return found
 
 
 def test_an_approval_by_a_member_of_an_approver_team_passes(forge_world: World) -> None:
@@ -120,17 +145,35 @@ def test_an_approval_by_a_member_of_an_approver_team_passes(forge_world: World) 
 def test_an_approval_by_anyone_else_fails_with_the_policys_message(forge_world: World) -> None:
     world = forge_world
     number = reviewed(world, "bob")
-    code, rows = results(world, "--pull", str(number))
+    keys = ("file", "line", "operation", "as", "verdict", "policy", "binding", "message", "approvers")
+    code, rows = results(world, "--pull", str(number), keys=keys)
     assert code == 1
     assert rows[1] == {
         "file": REVISION,
+        "line": line_of(world, REVISION, "approved: true"),
         "operation": "CREATE (approval)",
         "as": "bob (system:authenticated)",
         "verdict": "denied",
-        "message": f'{DENIED}denied request: user "bob" may not approve cloudnative-pg-1.30.0: approvers are members '
+        "policy": APPROVAL,
+        "binding": APPROVAL,
+        "message": 'user "bob" may not approve cloudnative-pg-1.30.0: approvers are members '
         f"of [upgrade-approvers, platform-admins], or the GitOps appliers [{ARGOCD}] applying an approval reviewed "
         "in Git; bob is in none of the teams policyCheck.teams maps",
+        "approvers": APPROVERS,
     }
+    assert (rows[0]["line"], rows[0]["approvers"]) == (rows[1]["line"], None)  # the applier's write is admitted
+
+
+def test_the_table_fits_100_columns_and_says_each_thing_once(world: World) -> None:
+    number = reviewed(world, "bob")
+    code, out, err = review(world, "--pull", str(number))
+    assert (code, err) == (1, "upgrade-gate: 1 of 2 review results fail\n")
+    assert max(len(line) for line in out.splitlines()) <= 100
+    text = " ".join(out.split())
+    assert text.count(APPROVAL) == 1
+    assert "ValidatingAdmissionPolicy" not in text and "denied request" not in text
+    assert f"{REVISION}:{line_of(world, REVISION, 'approved: true')}" in text
+    assert "who may approve: members of upgrade-approvers, platform-admins, or of the forge team " + TEAM in text
 
 
 def test_a_reviewer_who_cannot_approve_is_not_counted_beside_one_who_can(forge_world: World) -> None:
@@ -144,9 +187,9 @@ def test_a_reviewer_who_cannot_approve_is_not_counted_beside_one_who_can(forge_w
 def test_a_pull_request_without_an_approving_review_is_denied(world: World) -> None:
     number = reviewed(world)
     world.github.review(number, "alice", "COMMENTED")
-    code, rows = results(world, "--pull", str(number))
+    code, rows = results(world, "--pull", str(number), keys=("verdict", "message", "approvers"))
     assert code == 1
-    assert rows[1]["verdict"] == "denied"
+    assert (rows[1]["verdict"], rows[1]["approvers"]) == ("denied", APPROVERS)
     assert (
         rows[1]["message"]
         == "approving cloudnative-pg-1.30.0 needs an approving review in the pull request, and it has none"
@@ -176,13 +219,14 @@ def test_a_reviewed_by_annotation_naming_the_approving_member_passes(world: Worl
 
 def test_an_untrusted_applier_is_denied_whoever_reviewed(world: World) -> None:
     number = reviewed(world, "alice", trusted=False)
-    code, rows = results(world, "--pull", str(number))
+    code, rows = results(world, "--pull", str(number), keys=("verdict", "policy", "message"))
     assert code == 1
-    assert rows[0]["verdict"] == "denied"
-    assert rows[0]["message"] == (
-        f'{DENIED}denied request: user "{ARGOCD}" may not approve cloudnative-pg-1.30.0: approvers are members of '
-        "[upgrade-approvers, platform-admins]"
-    )
+    assert rows[0] == {
+        "verdict": "denied",
+        "policy": APPROVAL,
+        "message": f'user "{ARGOCD}" may not approve cloudnative-pg-1.30.0: approvers are members of '
+        "[upgrade-approvers, platform-admins]",
+    }
 
 
 def test_refs_with_as_name_the_reviewer(world: World) -> None:
@@ -242,24 +286,16 @@ def test_a_deleted_revision_is_pruned_and_a_renamed_file_is_no_change(world: Wor
     code, out, err = review(world, "--base", "origin/main", "--head", "HEAD")
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[1].split()[:6] == [
-        "clusters/prod/extensions/all.yaml",
-        "ClusterExtension",
-        "cloudnative-pg",
-        "-",
-        "-",
-        "moved",
-    ]
-    assert lines[1].endswith(f"moved from {EXTENSION}; the object is unchanged, so applying it makes no request")
-    assert lines[2].split()[:6] == [
-        REVISION,
-        "ClusterExtensionRevision",
-        "cloudnative-pg-1.30.0",
-        "DELETE",
-        ARGOCD,
-        "admitted",
-    ]
-    assert lines[-1].startswith("1 admitted, 1 moved (merge base ")
+    assert lines[0].split() == ["VERDICT", "OPERATION", "AS", "OBJECT"]
+    assert lines[1].split() == ["moved", "-", "-", "ClusterExtension", "cloudnative-pg"]
+    assert lines[2].strip() == "clusters/prod/extensions/all.yaml:7"  # the document, after the Namespace
+    assert " ".join(" ".join(lines[3:5]).split()) == (
+        f"moved from {EXTENSION}; the object is unchanged, so applying it makes no request"
+    )
+    assert lines[5].split() == ["admitted", "DELETE", "applier", "ClusterExtensionRevision", "cloudnative-pg-1.30.0"]
+    assert lines[6].strip() == f"{REVISION}:1"
+    assert lines[-2].startswith("1 admitted, 1 moved (merge base ")
+    assert lines[-1].strip().startswith(f"{ARGOCD})")
 
 
 def test_invalid_yaml_is_its_own_row_and_the_rest_is_still_reviewed(world: World) -> None:
@@ -271,23 +307,53 @@ def test_invalid_yaml_is_its_own_row_and_the_rest_is_still_reviewed(world: World
     assert code == 1
     assert err == "upgrade-gate: 2 of 4 review results fail\n"
     lines = out.splitlines()
-    assert lines[1].split()[:3] == ["clusters/prod/extensions/broken.yaml:3", "-", "-"]
-    assert "invalid YAML" in lines[1]
-    assert lines[2].split()[0] == "clusters/prod/extensions/notes.yaml:1"
-    assert lines[2].split()[-8:] == [
-        "invalid",
-        "not",
-        "a",
-        "Kubernetes",
-        "object",
-        "(apiVersion,",
-        "kind,",
-        "metadata.name)",
+    assert [line.split() for line in lines[1:3]] == [
+        ["invalid", "-", "-", "-"],
+        ["clusters/prod/extensions/broken.yaml:3"],
     ]
-    assert [line.split()[3:6] for line in lines[3:5]] == [
-        ["CREATE", ARGOCD, "admitted"],
-        ["CREATE", "(approval)", "alice"],
+    assert lines[3].strip().startswith("invalid YAML: ")
+    assert [line.strip() for line in lines[5:7]] == [
+        "clusters/prod/extensions/notes.yaml:1",
+        "not a Kubernetes object (apiVersion, kind, metadata.name)",
     ]
+    assert [line.split()[:3] for line in lines if line.startswith(("admitted", "denied"))] == [
+        ["admitted", "CREATE", "applier"],
+        ["admitted", "CREATE", "(approval)"],
+    ]
+
+
+def edited(world: World, old: str, new: str) -> tuple[str, ...]:
+    """The policies on main, then a branch replacing ``old`` with ``new`` in the cloudnative-pg ClusterExtension;
+    the arguments that review it."""
+    gate(world)
+    git(world.human, "checkout", "--quiet", "-b", "edit")
+    world.write(EXTENSION, (world.human / EXTENSION).read_text().replace(old, new))
+    git(world.human, "commit", "--quiet", "-am", f"{old} -> {new}")
+    return ("--base", "origin/main", "--head", "HEAD")
+
+
+def test_a_manifest_that_no_longer_parses_is_invalid_not_a_prune(world: World) -> None:
+    # Argo CD and Flux fail the sync of a manifest that does not parse: nothing of it is pruned.
+    args = edited(world, "channels: [stable-v1]", "channels: [stable")
+    code, rows = results(world, *args, keys=("file", "operation", "verdict"))
+    assert code == 1
+    assert rows == [{"file": EXTENSION, "operation": "-", "verdict": "invalid"}]
+    _, out, _ = review(world, *args, "-o", "json")
+    [row] = json.loads(out)["results"]
+    with pytest.raises(yaml.MarkedYAMLError) as parsed:
+        list(yaml.load_all((world.human / EXTENSION).read_text(), Loader=LOADER))
+    assert parsed.value.problem_mark is not None
+    assert (row["line"], row["message"]) == (
+        parsed.value.problem_mark.line + 1,
+        f"invalid YAML: {parsed.value.problem} ({parsed.value.context} started on line "
+        f"{parsed.value.context_mark.line + 1})",  # type: ignore[union-attr]
+    )
+
+
+def test_a_version_change_points_at_its_version_line(world: World) -> None:
+    code, rows = results(world, *edited(world, '<2.0.0"', '<1.31.0"'), keys=("file", "line", "operation"))
+    assert code == 0
+    assert rows == [{"file": EXTENSION, "line": line_of(world, EXTENSION, 'version: ">='), "operation": "UPDATE"}]
 
 
 def test_a_policy_change_shows_the_manifests_it_would_deny_and_runs_the_suites(world: World) -> None:
@@ -310,10 +376,10 @@ def test_a_policy_change_shows_the_manifests_it_would_deny_and_runs_the_suites(w
     denied = [r for r in rows if r["verdict"] == "denied"]
     assert code == 1
     assert [r["file"] for r in denied] == [EXTENSION, "clusters/prod/extensions/crunchy-postgres-operator.yaml"]
-    assert all(
-        r["message"].startswith("admitted → denied: ValidatingAdmissionPolicy 'upgrade-gate-clusterextension-guards'")
-        for r in denied
-    )
+    assert all(r["message"].startswith("admitted → denied: ") for r in denied)
+    _, policies = results(world, "--base", "origin/main", "--head", "HEAD", keys=("verdict", "policy", "message"))
+    assert {r["policy"] for r in policies if r["verdict"] == "denied"} == {"upgrade-gate-clusterextension-guards"}
+    assert not any("ValidatingAdmissionPolicy" in r["message"] for r in policies)
     _, out, _ = review(world, "--base", "origin/main", "--head", "HEAD", "-o", "json")
     assert json.loads(out)["policyTests"]["cases"] > 50
 
@@ -325,7 +391,7 @@ def test_junit_output_validates_against_the_junit_schema(world: World, tmp_path:
     report = tmp_path / "review.xml"
     code, out, _ = review(world, "--pull", str(number), "-o", "junit", "--output-file", str(report))
     assert code == 1
-    assert out.splitlines()[0].split() == ["FILE", "OBJECT", "OPERATION", "AS", "VERDICT", "MESSAGE"]
+    assert out.splitlines()[0].split() == ["VERDICT", "OPERATION", "AS", "OBJECT"]
     xmlschema.XMLSchema(JUNIT_XSD).validate(report)
     [suite] = ET.parse(report).getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
@@ -334,7 +400,11 @@ def test_junit_output_validates_against_the_junit_schema(world: World, tmp_path:
         "CREATE (approval) ClusterExtensionRevision cloudnative-pg-1.30.0 as bob (system:authenticated)"
     )
     message = failing.find("failure").get("message", "")  # type: ignore[union-attr]
-    assert message.startswith(f'{DENIED}denied request: user "bob" may not approve')
+    approved = line_of(world, REVISION, "approved: true")
+    assert message.startswith(f'{REVISION}:{approved}: [{APPROVAL}] user "bob" may not approve')
+    assert message.endswith(
+        f"who may approve: members of upgrade-approvers, platform-admins, or of the forge team {TEAM}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -432,12 +502,18 @@ def test_a_managed_cluster_add_on_update_is_reviewed_in_its_cluster_namespace(wo
     first, second = managed.read_text().split("---\n")
     managed.write_text(first + "---\n" + second.replace("installVersion: v1", "installVersion: v3"))
     git(world.human, "commit", "--quiet", "-am", "pin cluster3 to v3")
-    code, rows = results(world, "--base", "origin/main", "--head", "HEAD")
+    keys = ("file", "line", "operation", "verdict", "policy", "binding", "message")
+    code, rows = results(world, "--base", "origin/main", "--head", "HEAD", keys=keys)
     assert code == 1
-    [row] = rows
-    assert (row["file"], row["operation"], row["verdict"]) == ("clusters/hub/addons/managed.yaml", "UPDATE", "denied")
-    assert row["message"] == (
-        "ValidatingAdmissionPolicy 'upgrade-gate-addon-install-version' with binding "
-        "'upgrade-gate-addon-install-version' denied request: add-on helloworld on cluster cluster3: installVersion "
-        '"v3" is not a supported version; supported versions: v1, v2'
-    )
+    assert rows == [
+        {
+            "file": "clusters/hub/addons/managed.yaml",
+            "line": line_of(world, "clusters/hub/addons/managed.yaml", "installVersion: v3"),
+            "operation": "UPDATE",
+            "verdict": "denied",
+            "policy": "upgrade-gate-addon-install-version",
+            "binding": "upgrade-gate-addon-install-version",
+            "message": 'add-on helloworld on cluster cluster3: installVersion "v3" is not a supported version; '
+            "supported versions: v1, v2",
+        }
+    ]

@@ -1,23 +1,58 @@
-"""``upgrade-gate review``: the CI check of a pull request on a GitOps repository."""
+"""``upgrade-gate review``: the CI check of a pull request on a GitOps repository.
+
+The table prints one row per request: the verdict, the operation, who sends it (``applier``: the GitOps applier
+the summary line names) and the object, then, indented under it, the file and line that decide, the reason
+(``[<policy>] <message>``) and who may approve; every line fits ``WIDTH`` columns, but for a longer file path.
+JSON and JUnit carry the full text. The Markdown of ``webhook.sync.summary`` is appended to
+``$GITHUB_STEP_SUMMARY`` when it is set, and written as the pull request's comment with ``--comment``; a failure
+there is one warning line on stderr, and the exit code still follows the verdicts.
+"""
 
 from __future__ import annotations
 
 import datetime
-import json
+import os
+import textwrap
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_BAD_INPUT, EXIT_NEGATIVE, cel_engine_option, fail
+from webhook.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_NEGATIVE,
+    Case,
+    Output,
+    cel_engine_option,
+    fail,
+    json_text,
+    junit_suite,
+    junit_text,
+    now_option,
+    output_options,
+)
 from webhook.cli.policy import junit_suites
-from webhook.errors import UpgradeGateError
+from webhook.errors import InputError, UpgradeGateError
 from webhook.plan import Identity, Result
 from webhook.settings import SyncSettings
-from webhook.sync import ReviewOptions, ReviewReport, run_review
+from webhook.sync import (
+    COMMENT_LIMIT,
+    COMMENT_MARKER,
+    SUMMARY_LIMIT,
+    CiLinks,
+    ReviewOptions,
+    ReviewReport,
+    ci_links,
+    post_comment,
+    render_markdown,
+    run_review,
+)
 
-_COLUMNS = ("FILE", "OBJECT", "OPERATION", "AS", "VERDICT", "MESSAGE")
+WIDTH = 100
+"""The columns the table fits."""
+_HEADER = ("VERDICT", "OPERATION", "AS", "OBJECT")
 
 
 @click.command()
@@ -33,11 +68,15 @@ _COLUMNS = ("FILE", "OBJECT", "OPERATION", "AS", "VERDICT", "MESSAGE")
 @click.option(
     "--pull", type=int, metavar="N", help="Review pull (merge) request N: commits and reviewers from the forge."
 )
+@click.option(
+    "--comment",
+    is_flag=True,
+    help="With --pull: write the review as one comment of the pull request, updated in place on every run.",
+)
 @click.option("--as", "as_user", metavar="USER", help="With --base/--head: the approving reviewer's user name.")
 @click.option("--as-group", multiple=True, metavar="GROUP", help="With --as: a group of the reviewer (repeatable).")
-@click.option("-o", "--output", type=click.Choice(["table", "json", "junit"]), default="table", show_default=True)
-@click.option("--output-file", type=click.Path(dir_okay=False, path_type=Path), help="Write the output here.")
-@click.option("--now", metavar="TIME", help="Evaluate at this RFC 3339 time (clock.now()) [default: now].")
+@output_options()
+@now_option()
 @cel_engine_option()
 def review(
     *,
@@ -45,11 +84,11 @@ def review(
     base: str | None,
     head: str | None,
     pull: int | None,
+    comment: bool,
     as_user: str | None,
     as_group: tuple[str, ...],
-    output: str,
-    output_file: Path | None,
-    now: str | None,
+    output: Output,
+    now: datetime.datetime,
     cel_engine: str,
 ) -> None:
     """Check a change of a GitOps repository against the policies, as the cluster will see it once merged.
@@ -67,8 +106,10 @@ def review(
     Examples:
       upgrade-gate review --base origin/main --head HEAD --as alice --as-group platform-admins
       upgrade-gate review --pull 42 -o junit --output-file review.xml
+      upgrade-gate review --pull 42 --comment
     \b
-    Environment: UPGRADE_GATE_FORGE_TOKEN (GitHub: read access to pull requests, and read:org for teams).
+    Environment: UPGRADE_GATE_FORGE_TOKEN (GitHub: read access to pull requests, and read:org for teams;
+    --comment: write access to pull requests). GITHUB_STEP_SUMMARY, when set, gets the review as Markdown.
     \b
     Exit codes: 0 every request admitted; 1 a request denied, a changed manifest invalid, a policy test failing;
     2 the review could not run (unknown ref, forge unreachable, invalid upgrade-gate.yaml, policies that do not
@@ -78,6 +119,8 @@ def review(
         fail("give --base REF and --head REF, or --pull N", EXIT_BAD_INPUT)
     if as_group and not as_user:
         fail("--as-group needs --as", EXIT_BAD_INPUT)
+    if comment and pull is None:
+        fail("--comment needs --pull N", EXIT_BAD_INPUT)
     options = ReviewOptions(
         repo=repo,
         base=base,
@@ -85,23 +128,48 @@ def review(
         pull=pull,
         reviewer=Identity(as_user, as_group) if as_user else None,
         forge_token=SyncSettings.from_env().forge_token,
-        now=_time(now),
+        now=now,
         engine=cel_engine,
     )
     try:
         report = run_review(options)
     except UpgradeGateError as error:
         fail(_one_line(str(error)), EXIT_BAD_INPUT)
-    text = _render(report, output)
-    if output_file is not None:
-        output_file.write_text(text, encoding="utf-8")
-        if output != "table":
-            click.echo(_table(report))
-    else:
-        click.echo(text, nl=False)
+    links = ci_links(os.environ)
+    report = replace(report, blob_url=report.blob_url or links.blob_url)
+    unwritten = ""
+    try:
+        output.emit(lambda form: _render(report, form))
+    except InputError as error:
+        unwritten = str(error)
+    _publish(options, report, links, comment=comment)
+    if unwritten:
+        fail(unwritten, EXIT_BAD_INPUT)
     if not report.passed:
         failing = sum(1 for r in report.results if r.failing)
         fail(f"{failing} of {len(report.results)} review results fail", EXIT_NEGATIVE)
+
+
+def _publish(options: ReviewOptions, report: ReviewReport, links: CiLinks, *, comment: bool) -> None:
+    """Append the Markdown to ``$GITHUB_STEP_SUMMARY`` when set, post it as the review comment with ``comment``;
+    a failure of either is a warning on stderr."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            with Path(summary).open("a", encoding="utf-8") as stream:
+                stream.write(render_markdown(report, limit=SUMMARY_LIMIT) + "\n")
+        except OSError as error:
+            _warn(f"GITHUB_STEP_SUMMARY {summary}: cannot write: {error.strerror or error}")
+    if comment:
+        body = render_markdown(report, limit=COMMENT_LIMIT, marker=COMMENT_MARKER, details_url=links.details_url)
+        try:
+            post_comment(options, body)
+        except UpgradeGateError as error:
+            _warn(f"the review comment of pull request {options.pull} is not written: {_one_line(str(error))}")
+
+
+def _warn(message: str) -> None:
+    click.echo(f"upgrade-gate: {message}", err=True)
 
 
 def _one_line(message: str) -> str:
@@ -112,46 +180,30 @@ def _one_line(message: str) -> str:
     return f"{lines[0]} {lines[1]} (and {len(lines) - 2} more)"
 
 
-def _time(text: str | None) -> datetime.datetime:
-    """``--now``: an RFC 3339 time (UTC when it names no offset); the current time when not given."""
-    if text is None:
-        return datetime.datetime.now(datetime.UTC)
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        fail(f"--now {text!r}: expected an RFC 3339 time such as 2026-06-01T12:00:00Z", EXIT_BAD_INPUT)
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
-
-
 def _render(report: ReviewReport, output: str) -> str:
     if output == "json":
-        return json.dumps(to_json(report), indent=2, sort_keys=True) + "\n"
+        return json_text(to_json(report))
     if output == "junit":
-        root = junit(report)
-        ET.indent(root)
-        return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        return junit_text(junit(report))
     return _table(report)
 
 
 def _table(report: ReviewReport) -> str:
-    rows = [
-        (
-            f"{r.file}:{r.line}" if r.line and r.failing else r.file,
-            r.object,
-            r.operation,
-            r.user,
-            r.verdict,
-            r.message,
-        )
-        for r in report.results
-    ]
+    """The rows as a table ``WIDTH`` columns wide (see the module docstring), and a summary line."""
+    firsts = [(r.verdict, r.operation, _who(report, r), r.object) for r in report.results]
+    widths = [max(len(row[i]) for row in [_HEADER, *firsts]) for i in range(len(_HEADER) - 1)]
+    indent = " " * (widths[0] + 2)
     lines = []
-    if rows:
-        widths = [max(len(row[i]) for row in [_COLUMNS, *rows]) for i in range(len(_COLUMNS) - 1)]
-        for row in [_COLUMNS, *rows]:
-            lines.append(("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  " + row[-1]).rstrip())
-    else:
-        lines.append("no governed object changes")
+    for row, result in zip([_HEADER, *firsts], [None, *report.results], strict=True):
+        start = "".join(cell.ljust(width + 2) for cell, width in zip(row, widths, strict=False))
+        objects = textwrap.wrap(row[-1], max(WIDTH - len(start), 20), break_on_hyphens=False) or [""]
+        lines += [(start + objects[0]).rstrip(), *(" " * len(start) + line for line in objects[1:])]
+        if result is not None:
+            lines.append(indent + (f"{result.file}:{result.line}" if result.line else result.file))
+            for detail in (_reason(result), _approvers(result)):
+                lines += textwrap.wrap(detail, WIDTH, initial_indent=indent, subsequent_indent=indent)
+    if not report.results:
+        lines = ["no governed object changes"]
     counts: dict[str, int] = {}
     for result in report.results:
         counts[result.verdict] = counts.get(result.verdict, 0) + 1
@@ -159,15 +211,29 @@ def _table(report: ReviewReport) -> str:
     where = f"pull request {report.pull}, " if report.pull is not None else ""
     tests = sum(len(s.cases) for s in report.suites)
     suites = f"; {tests} policy test cases run" if report.suites else ""
-    lines.append(
+    footer = (
         f"{summary} ({where}merge base {report.merge_base[:12]} to head {report.head[:12]}, "
         f"applied by {report.applier.username}{suites})"
     )
+    lines += textwrap.wrap(footer, WIDTH, subsequent_indent="  ", break_long_words=False)
     return "\n".join(lines) + "\n"
 
 
+def _who(report: ReviewReport, result: Result) -> str:
+    return "applier" if result.user == report.applier.username else result.user
+
+
+def _reason(result: Result) -> str:
+    """``[<policy>] <message>``, or the message of a row no policy decided."""
+    return f"[{result.policy}] {result.message}" if result.policy else result.message
+
+
+def _approvers(result: Result) -> str:
+    return f"who may approve: {result.approvers}" if result.approvers is not None else ""
+
+
 def to_json(report: ReviewReport) -> dict[str, Any]:
-    """The review as JSON (documented in README.md, ``upgrade-gate review``)."""
+    """The review as JSON (documented in docs/cli.md, ``upgrade-gate review``)."""
     reviewers = None
     if report.reviewers is not None:
         reviewers = [
@@ -192,6 +258,7 @@ def to_json(report: ReviewReport) -> dict[str, Any]:
 
 
 def _result(result: Result) -> dict[str, Any]:
+    approvers = result.approvers
     return {
         "file": result.file,
         "line": result.line,
@@ -201,24 +268,24 @@ def _result(result: Result) -> dict[str, Any]:
         "role": result.role,
         "verdict": result.verdict,
         "message": result.message,
+        "policy": result.policy,
+        "binding": result.binding,
+        "approvers": None if approvers is None else {"groups": list(approvers.groups), "teams": list(approvers.teams)},
     }
 
 
 def junit(report: ReviewReport) -> ET.Element:
     """JUnit XML: a test suite of the review's rows (one test case each; a failing row is a ``failure`` with
-    its message) and, when policy tests ran, one of their cases."""
+    its file and line, reason and who may approve) and, when policy tests ran, one of their cases."""
     root = ET.Element("testsuites", name="upgrade-gate review")
-    failing = [r for r in report.results if r.failing and r.role != "policy test"]
-    rows = [r for r in report.results if r.role != "policy test"]
-    suite = ET.SubElement(
-        root, "testsuite", name="admission requests", tests=str(len(rows)), failures=str(len(failing)), errors="0"
-    )
-    for row in rows:
-        name = f"{row.operation} {row.object} as {row.user}" if row.operation != "-" else f"{row.file}:{row.line}"
-        case = ET.SubElement(suite, "testcase", name=name, classname=row.file)
-        if row.failing:
-            ET.SubElement(case, "failure", message=row.message, type=row.verdict).text = row.message
-        elif row.message:
-            ET.SubElement(case, "system-out").text = f"{row.verdict}: {row.message}"
+    cases = []
+    for row in (r for r in report.results if r.role != "policy test"):
+        where = f"{row.file}:{row.line}" if row.line else row.file
+        name = f"{row.operation} {row.object} as {row.user}" if row.operation != "-" else where
+        text = "; ".join(t for t in (f"{where}: {_reason(row)}", _approvers(row)) if t)
+        failure = text if row.failing else None
+        output = f"{row.verdict}: {text}" if not row.failing and row.message else ""
+        cases.append(Case(name, row.file, failure, row.verdict if row.failing else "", output))
+    junit_suite(root, "admission requests", cases)
     junit_suites(root, report.suites)
     return root

@@ -56,7 +56,16 @@ from webhook.plan.manifests import (
     rfc3339,
 )
 from webhook.plan.requests import Identity
-from webhook.plan.review import AUTHENTICATED, Result, Review, Reviewer, policy_differences, review, suite_failures
+from webhook.plan.review import (
+    AUTHENTICATED,
+    Approvers,
+    Result,
+    Review,
+    Reviewer,
+    policy_differences,
+    review,
+    suite_failures,
+)
 from webhook.plan.templates import TEMPLATE_ANNOTATION, TemplateResult, plan_catalog_image, render_template
 from webhook.plan.verdicts import ApprovalCheck, PolicyCheckConfig
 
@@ -86,6 +95,7 @@ __all__ = [
     "AddOnManifests",
     "AddOnState",
     "ApprovalCheck",
+    "Approvers",
     "BranchState",
     "Change",
     "Document",

@@ -17,23 +17,68 @@ denied while another reviewer's approval stands), ``invalid`` (a changed file th
 Kubernetes object), ``moved`` (an unchanged object in another file: no request) or, for a policy change,
 ``changed`` (a manifest the new policies admit and the old ones denied), ``skipped`` (no comparison: the base
 policies do not load) and ``failed`` (a policy test case).
+
+A row points at the line that decides it: the ``approved:`` line of an approval, the version of a version
+change (a revision's ``spec.version``, a ClusterExtension's ``spec.source.catalog.version``, an add-on's
+``installVersion``), else the document's first line. A denial's message is the policy's own: the API server's
+``ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>`` (``policy '<p>' ...``
+for a MutatingAdmissionPolicy) is split into ``policy``, ``binding`` and ``message``. The rows of an approval
+that is not admitted name who may approve: the ``approverGroups`` of the policies' settings and the forge teams
+``policyCheck.teams`` maps to them (``None`` when the settings name no approver group).
 """
 
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webhook.plan.changes import GOVERNED_KINDS, Manifest, ObjectChange, describe
-from webhook.plan.manifests import Problem
+from webhook.plan.manifests import MANAGED_ADDON_KIND, MANAGEMENT_ADDON_KIND, REVISION_KIND, Problem
 from webhook.plan.requests import Evaluator, Identity, admission_request
-from webhook.policy import PolicySet, SuiteResult
+from webhook.plan.verdicts import approver_groups
+from webhook.plan.yamledit import Path, line_of
+from webhook.policy import Decision, PolicySet, SuiteResult
 
 REVIEWED_BY = "upgrade-gate.io/reviewed-by"
 AUTHENTICATED = "system:authenticated"
 FAILING = ("denied", "invalid", "failed")
+APPROVED: Path = ("spec", "approved")
+_VERSIONS: Mapping[str, Path] = {
+    REVISION_KIND: ("spec", "version"),
+    "ClusterExtension": ("spec", "source", "catalog", "version"),
+    MANAGED_ADDON_KIND: ("spec", "installVersion"),
+}
+_PLACEMENTS: Path = ("spec", "installStrategy", "placements")
+_DENIAL = re.compile(
+    r"(?:ValidatingAdmissionPolicy|policy) ['\"](?P<policy>[^'\"]*)['\"]"
+    r"(?: with binding '(?P<binding>[^']*)')? denied request: (?P<message>.*)",
+    re.DOTALL,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Approvers:
+    """Who may approve a revision: members of ``groups`` (the settings' ``approverGroups``), or of the forge
+    ``teams`` ``policyCheck.teams`` maps to them."""
+
+    groups: tuple[str, ...]
+    teams: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        """``members of a, b, or of the forge team org/t``."""
+        teams = f", or of the forge team{'s' if len(self.teams) > 1 else ''} {', '.join(self.teams)}"
+        return f"members of {', '.join(self.groups)}{teams if self.teams else ''}"
+
+
+def approvers_of(policies: PolicySet, teams: Mapping[str, str]) -> Approvers | None:
+    """The ``Approvers`` the policies' settings name, ``None`` when they name no approver group."""
+    groups = approver_groups(policies)
+    if not groups:
+        return None
+    return Approvers(tuple(groups), tuple(sorted(team for team, group in teams.items() if group in groups)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +91,9 @@ class Reviewer:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """One row of the review: where, what, which request, as whom, the verdict and its message."""
+    """One row of the review: where (``line`` 1-based, 0 when none), what, which request, as whom, the verdict,
+    its message in plain words, the ``policy`` and ``binding`` that decided a denial (empty otherwise) and, for an
+    approval not admitted, who may approve."""
 
     file: str
     line: int
@@ -56,6 +103,9 @@ class Result:
     verdict: str
     message: str = ""
     role: str = "applier"
+    policy: str = ""
+    binding: str = ""
+    approvers: Approvers | None = None
 
     @property
     def failing(self) -> bool:
@@ -75,6 +125,10 @@ class Review:
     """``None``: no reviewer source (a review of refs without ``--as``)."""
     now: datetime.datetime
     problems: Sequence[Problem] = field(default_factory=tuple)
+    texts: Mapping[str, str] = field(default_factory=dict)
+    """The head's files (``{file: text}``), where the rows' lines are looked up."""
+    teams: Mapping[str, str] = field(default_factory=dict)
+    """``policyCheck.teams``: forge team to Kubernetes group."""
 
 
 def review(inputs: Review) -> list[Result]:
@@ -82,6 +136,7 @@ def review(inputs: Review) -> list[Result]:
     results = [Result(p.file, p.line, "-", "-", "-", "invalid", p.reason, role="-") for p in inputs.problems]
     stored = _stored(inputs.base, inputs.policies, inputs.applier, inputs.now)
     apply = Evaluator(inputs.policies, stored.values(), inputs.now)
+    approvers = approvers_of(inputs.policies, inputs.teams)
     after = dict(stored)
     for change in inputs.changes:
         subject = change.subject
@@ -94,6 +149,8 @@ def review(inputs: Review) -> list[Result]:
             continue
         old = stored.get(subject.key) if change.old is not None else None
         rows, applied = _apply(apply, change, old, inputs)
+        if _approves(subject.object, old):
+            rows = [r if r.verdict == "admitted" else replace(r, approvers=approvers) for r in rows]
         results += rows
         if applied is not None:
             after[subject.key] = applied
@@ -103,9 +160,30 @@ def review(inputs: Review) -> list[Result]:
             old = stored[change.subject.key]
             request = admission_request("DELETE", new=None, old=old, user=inputs.applier, uid=_uid(change))
             decision = prune.admit(request).validated
-            verdict = "admitted" if decision.allowed else "denied"
-            results.append(_row(change.subject, "DELETE", inputs.applier.username, verdict, decision.message))
+            results.append(_decided(change.subject, "DELETE", inputs.applier.username, decision))
     return results
+
+
+def _split_denial(message: str) -> tuple[str, str, str]:
+    """``(policy, binding, message)`` of a denial as the API server words it (``ValidatingAdmissionPolicy '<p>'
+    with binding '<b>' denied request: <message>``, ``policy '<p>' with binding '<b>' denied request: ...`` for a
+    MutatingAdmissionPolicy; the binding may be absent); ``("", "", message)`` for any other message."""
+    found = _DENIAL.fullmatch(message)
+    if found is None:
+        return "", "", message
+    return found["policy"], found["binding"] or "", found["message"]
+
+
+def _deciding_path(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> Path:
+    """The field that decides a write of ``new`` over ``old`` (``None``: a create): ``spec.approved`` for an
+    approval, else the version field of the kind when it is set and changes, else ``()`` (the whole object)."""
+    if _approves(new, old):
+        return APPROVED
+    for path in _version_paths(new):
+        value = _value(new, path)
+        if value is not None and (old is None or _value(old, path) != value):
+            return path
+    return ()
 
 
 def policy_differences(
@@ -128,12 +206,12 @@ def policy_differences(
         if was.allowed == now_is.allowed:
             continue
         if now_is.allowed:
-            results.append(
-                _row(manifest, "CREATE", applier.username, "changed", f"denied → admitted (was: {was.message})")
-            )
+            row = _decided(manifest, "CREATE", applier.username, was, role="policies")
+            results.append(replace(row, verdict="changed", message=f"denied → admitted (was denied: {row.message})"))
         else:
-            results.append(_row(manifest, "CREATE", applier.username, "denied", f"admitted → denied: {now_is.message}"))
-    return [replace(r, role="policies") for r in results]
+            row = _decided(manifest, "CREATE", applier.username, now_is, role="policies")
+            results.append(replace(row, message=f"admitted → denied: {row.message}"))
+    return results
 
 
 def suite_failures(results: Iterable[SuiteResult]) -> list[Result]:
@@ -174,27 +252,27 @@ def _stored(
 def _apply(
     evaluator: Evaluator, change: ObjectChange, old: Mapping[str, Any] | None, inputs: Review
 ) -> tuple[list[Result], Mapping[str, Any] | None]:
-    """The applier's CREATE or UPDATE, and for an approval the reviewers' rows; with the object the cluster
-    then stores (``None`` when denied)."""
+    """The applier's CREATE or UPDATE, and for an approval the reviewers' rows, at the line that decides; with
+    the object the cluster then stores (``None`` when denied)."""
     assert change.new is not None  # creates and updates have a new side
     new = change.new.object
     operation = change.operation
+    line = _line(change.new, _deciding_path(new, old), inputs.texts)
     request = admission_request(operation, new=new, old=old, user=inputs.applier, uid=_uid(change))
     admission = evaluator.admit(request)
     decision = admission.validated
-    verdict = "admitted" if decision.allowed else "denied"
-    rows = [_row(change.new, operation, inputs.applier.username, verdict, decision.message)]
+    rows = [_decided(change.new, operation, inputs.applier.username, decision)]
     applied = admission.patched if decision.allowed else None
-    if not _approves(new, old):
-        return rows, applied
-    annotation = str((new.get("metadata", {}).get("annotations") or {}).get(REVIEWED_BY, "")).strip()
-    if decision.allowed and not annotation:
-        note = (
-            f"spec.approvedBy will record {inputs.applier.username}; the annotation {REVIEWED_BY}: <login> "
-            "records the reviewer"
-        )
-        rows[0] = replace(rows[0], message=note)
-    return rows + _reviewers(evaluator, change.new, request, annotation, inputs), applied
+    if _approves(new, old):
+        annotation = str((new.get("metadata", {}).get("annotations") or {}).get(REVIEWED_BY, "")).strip()
+        if decision.allowed and not annotation:
+            note = (
+                f"spec.approvedBy will record {inputs.applier.username}; the annotation {REVIEWED_BY}: <login> "
+                "records the reviewer"
+            )
+            rows[0] = replace(rows[0], message=note)
+        rows += _reviewers(evaluator, change.new, request, annotation, inputs)
+    return [replace(r, line=line) for r in rows], applied
 
 
 def _reviewers(
@@ -222,11 +300,9 @@ def _reviewers(
     for reviewer in inputs.reviewers:
         login = reviewer.identity.username
         decision = decisions[login]
-        verdict = "admitted" if decision.allowed else "not counted" if satisfied else "denied"
-        message = decision.message if not decision.allowed else ""
-        message = "; ".join(m for m in (message, reviewer.note) if m)
         user = f"{login} ({', '.join(reviewer.identity.groups)})"
-        rows.append(_row(manifest, operation, user, verdict, message, role="reviewer"))
+        row = _decided(manifest, operation, user, decision, role="reviewer", note=reviewer.note)
+        rows.append(row if decision.allowed or not satisfied else replace(row, verdict="not counted"))
     if annotation and annotation not in decisions:
         message = (
             f"the annotation {REVIEWED_BY} names {annotation}, who has not approved this change "
@@ -238,9 +314,50 @@ def _reviewers(
 
 def _approves(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
     """A ClusterExtensionRevision write that sets ``spec.approved`` true on an unapproved (or new) revision."""
-    if new.get("kind") != "ClusterExtensionRevision" or (new.get("spec") or {}).get("approved") is not True:
+    if new.get("kind") != REVISION_KIND or (new.get("spec") or {}).get("approved") is not True:
         return False
     return old is None or (old.get("spec") or {}).get("approved") is not True
+
+
+def _version_paths(manifest: Mapping[str, Any]) -> list[Path]:
+    """Where the kind of ``manifest`` names the version it installs (a ClusterManagementAddOn: per placement)."""
+    kind = str(manifest.get("kind"))
+    if kind in _VERSIONS:
+        return [_VERSIONS[kind]]
+    placements = _value(manifest, _PLACEMENTS) if kind == MANAGEMENT_ADDON_KIND else None
+    count = len(placements) if isinstance(placements, list) else 0
+    return [(*_PLACEMENTS, index, "addonTemplate", "installVersion") for index in range(count)]
+
+
+def _value(manifest: Mapping[str, Any], path: Path) -> object:
+    """The value at ``path`` (mapping keys and list indexes), ``None`` when any part is missing."""
+    value: object = manifest
+    for part in path:
+        if isinstance(part, int) and isinstance(value, list) and part < len(value):
+            value = value[part]
+        elif isinstance(part, str) and isinstance(value, Mapping):
+            value = value.get(part)
+        else:
+            return None
+    return value
+
+
+def _line(manifest: Manifest, path: Path, texts: Mapping[str, str]) -> int:
+    """The line of ``path`` in ``manifest``'s document (``webhook.plan.yamledit.line_of``); the document's first
+    line when ``path`` is empty or the file's text is not given."""
+    text = texts.get(manifest.file)
+    return line_of(text, manifest.file, manifest.line, path) if path and text is not None else manifest.line
+
+
+def _decided(
+    manifest: Manifest, operation: str, user: str, decision: Decision, *, role: str = "applier", note: str = ""
+) -> Result:
+    """The row of one evaluated request: ``admitted`` or ``denied``, a denial split into its policy, binding and
+    plain message, ``note`` appended to the message."""
+    policy, binding, message = _split_denial(decision.message) if not decision.allowed else ("", "", "")
+    message = "; ".join(m for m in (message, note) if m)
+    verdict = "admitted" if decision.allowed else "denied"
+    return replace(_row(manifest, operation, user, verdict, message, role=role), policy=policy, binding=binding)
 
 
 def _row(manifest: Manifest, operation: str, user: str, verdict: str, message: str, *, role: str = "applier") -> Result:

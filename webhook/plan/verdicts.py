@@ -99,15 +99,22 @@ class ApprovalCheck:
         return None if decision.allowed else decision.message
 
 
-def who_may_approve(policies: PolicySet, teams: Mapping[str, str]) -> str:
-    """``Approvers: members of the groups a, b, or of the teams org/t.`` from the ``approverGroups`` of the
-    policies' param ConfigMaps and the forge teams mapped to those groups; empty when no param names any."""
+def approver_groups(policies: PolicySet) -> list[str]:
+    """The groups whose members may approve: the comma-separated ``approverGroups`` of the policies' param
+    ConfigMaps, in order, without duplicates; empty when no param names any."""
     groups: list[str] = []
     for param in policies.params:
         data = param.get("data") if param.get("kind") == "ConfigMap" else None
         value = data.get("approverGroups") if isinstance(data, Mapping) else None
         if isinstance(value, str):
             groups += [g.strip() for g in value.split(",") if g.strip() and g.strip() not in groups]
+    return groups
+
+
+def who_may_approve(policies: PolicySet, teams: Mapping[str, str]) -> str:
+    """``Approvers: members of the groups a, b, or of the teams org/t.`` from the ``approverGroups`` of the
+    policies' param ConfigMaps and the forge teams mapped to those groups; empty when no param names any."""
+    groups = approver_groups(policies)
     if not groups:
         return ""
     mapped = sorted(team for team, group in teams.items() if group in groups)

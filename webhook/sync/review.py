@@ -8,6 +8,12 @@ When a changed file lies under a relative policy path, the policy test suites be
 every governed manifest of the head is decided by the base policies and the head policies, and the differences
 are reported.
 
+A changed file that is not YAML at head is an ``invalid`` row, and its objects are taken as they are at the
+base: Argo CD and Flux fail the sync of a manifest that does not parse, they do not prune its objects.
+
+``post_comment`` writes the review's Markdown (``webhook.sync.summary``) as the one comment of the pull request
+carrying ``COMMENT_MARKER``, updated in place on every run.
+
 Errors that keep the review from running raise ``InputError`` (unknown ref, no common ancestor, an invalid
 ``upgrade-gate.yaml``, policies that do not load, a reviewer option with a pull request) or ``GitError`` (git or
 the forge failed), each one line.
@@ -17,13 +23,13 @@ from __future__ import annotations
 
 import datetime
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from webhook.errors import GitError, InputError, PolicyLoadError
 from webhook.io import Credentials, Repo
-from webhook.io.forges import Forge, ForgeConfig, make_forge
+from webhook.io.forges import Forge, make_forge
 from webhook.plan import (
     AUTHENTICATED,
     Identity,
@@ -42,6 +48,11 @@ from webhook.plan import (
 from webhook.policy import PolicySet, SuiteResult, load_policy_set, load_suites, run_suites
 from webhook.settings import DEFAULT_CEL_ENGINE
 from webhook.sync.config import CONFIG_FILE, SyncConfig, read_config
+
+COMMENT_MARKER = "<!-- upgrade-gate:review -->"
+"""The hidden marker of the review comment in a pull request, which finds it again on the next run."""
+INVALID_YAML = "invalid YAML: "
+"""How ``webhook.manifests.iter_yaml_documents`` begins the reason of a file that does not parse."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +73,8 @@ class ReviewOptions:
 
 @dataclass(frozen=True, slots=True)
 class ReviewReport:
-    """The commits reviewed, who applies and who approved, every row, and the policy test results."""
+    """The commits reviewed, who applies and who approved, every row, and the policy test results;
+    ``blob_url``: where the forge shows a file at a commit (``<blob_url><commit>/<path>``), ``""`` when unknown."""
 
     base: str
     head: str
@@ -72,6 +84,7 @@ class ReviewReport:
     reviewers: tuple[Reviewer, ...] | None
     results: tuple[Result, ...]
     suites: tuple[SuiteResult, ...] = ()
+    blob_url: str = ""
 
     @property
     def passed(self) -> bool:
@@ -85,13 +98,15 @@ def run_review(options: ReviewOptions) -> ReviewReport:
     if not options.repo.is_dir() or not repo.run("rev-parse", "--git-dir", check=False).strip():
         raise InputError(f"--repo {options.repo}: not a git repository")
     forge: Forge | None = None
+    blob_url = ""
     if options.pull is not None:
         if options.reviewer is not None:
             raise InputError("--as names the reviewer of --base/--head; with --pull the forge names the reviewers")
-        forge = _forge(_config(repo, _commit(repo, "HEAD")).forge, options)
+        forge = _forge(repo, options)
         pull = forge.pull_request(options.pull)
         base = _commit(repo, pull.base_sha, f"pull request {options.pull}'s base")
         head = _commit(repo, pull.head_sha, f"pull request {options.pull}'s head")
+        blob_url = _blob_url(forge.name, pull.url)
     else:
         base = _commit(repo, options.base or "")
         head = _commit(repo, options.head or "")
@@ -107,16 +122,15 @@ def run_review(options: ReviewOptions) -> ReviewReport:
         )
     changed = repo.changed_files(merge_base, head)
     patterns = _manifest_patterns(config)
-    before, after = _manifests(repo, merge_base, patterns), _manifests(repo, head, patterns)
-    changes, duplicates = object_changes(before.objects, after.objects)
+    (before, _), (after, texts) = _manifests(repo, merge_base, patterns), _manifests(repo, head, patterns)
+    changes, duplicates = object_changes(before.objects, _parsed(before, after, changed).objects)
     problems = [p for p in after.problems if p.file in changed] + duplicates
     with tempfile.TemporaryDirectory(prefix="upgrade-gate-review-") as scratch:
         head_paths = _materialize(repo, head, check.policies, Path(scratch) / "head", required=True)
         policies = _load(head_paths, Path(scratch) / "head", "HEAD", options.engine)
         reviewers = _reviewers(forge, options, check)
-        results = review(
-            Review(changes, before.objects, policies, check.applier, reviewers, options.now, tuple(problems))
-        )
+        inputs = Review(changes, before.objects, policies, check.applier, reviewers, options.now, tuple(problems))
+        results = review(replace(inputs, texts=texts, teams=check.teams))
         suites: tuple[SuiteResult, ...] = ()
         if _policies_changed(check.policies, changed):
             scratch_head = f"{Path(scratch) / 'head'}/"
@@ -133,7 +147,19 @@ def run_review(options: ReviewOptions) -> ReviewReport:
                 results.append(Result(CONFIG_FILE, 0, "-", "-", "-", "skipped", message, role="policies"))
             else:
                 results += policy_differences(after.objects, old, policies, check.applier, options.now)
-    return ReviewReport(base, head, merge_base, options.pull, check.applier, reviewers, tuple(results), suites)
+    return ReviewReport(
+        base, head, merge_base, options.pull, check.applier, reviewers, tuple(results), suites, blob_url
+    )
+
+
+def post_comment(options: ReviewOptions, body: str) -> str:
+    """Write ``body`` (holding ``COMMENT_MARKER``) as the review comment of pull request ``options.pull``,
+    created or updated in place (``Forge.upsert_comment``); its web URL. Raises ``GitError`` when the forge
+    fails, ``InputError`` when there is no pull request or no forge."""
+    if options.pull is None:
+        raise InputError("--comment needs --pull N")
+    repo = Repo(options.repo, str(options.repo), Credentials())
+    return _forge(repo, options).upsert_comment(options.pull, COMMENT_MARKER, body)
 
 
 def _commit(repo: Repo, ref: str, what: str = "") -> str:
@@ -152,8 +178,9 @@ def _config(repo: Repo, commit: str) -> SyncConfig:
     return read_config(repo.blobs([files[CONFIG_FILE]])[files[CONFIG_FILE]])
 
 
-def _forge(config: ForgeConfig, options: ReviewOptions) -> Forge:
-    forge = make_forge(config, options.forge_token)
+def _forge(repo: Repo, options: ReviewOptions) -> Forge:
+    """The forge of the ``upgrade-gate.yaml`` checked out (HEAD)."""
+    forge = make_forge(_config(repo, _commit(repo, "HEAD")).forge, options.forge_token)
     if forge is None:
         raise InputError(f"--pull needs a forge: {CONFIG_FILE}: forge.type is none")
     return forge
@@ -166,11 +193,29 @@ def _manifest_patterns(config: SyncConfig) -> list[str]:
     return patterns + list(config.addons.manifests if config.addons is not None else ())
 
 
-def _manifests(repo: Repo, commit: str, patterns: Sequence[str]) -> Manifests:
+def _blob_url(forge: str, pull_url: str) -> str:
+    """``<repository web URL>/blob/`` (GitHub) or ``/-/blob/`` (GitLab) from a pull request's web URL
+    (``.../pull/N``, ``.../-/merge_requests/N``); ``""`` when it has neither shape."""
+    separator, blob = ("/-/merge_requests/", "/-/blob/") if forge == "gitlab" else ("/pull/", "/blob/")
+    repository, found, _ = pull_url.rpartition(separator)
+    return f"{repository}{blob}" if found and repository else ""
+
+
+def _manifests(repo: Repo, commit: str, patterns: Sequence[str]) -> tuple[Manifests, dict[str, str]]:
+    """The objects of the manifest files at ``commit``, and the files' texts."""
     tree = repo.tree(commit)
     files = matching(tree, patterns)
-    texts = repo.blobs([tree[f] for f in files])
-    return read_manifests({f: texts[tree[f]] for f in files})
+    blobs = repo.blobs([tree[f] for f in files])
+    texts = {f: blobs[tree[f]] for f in files}
+    return read_manifests(texts), texts
+
+
+def _parsed(before: Manifests, after: Manifests, changed: Collection[str]) -> Manifests:
+    """The head's objects as applying it leaves them: for a changed file that is not YAML (the sync fails on it,
+    nothing of it is applied or pruned) its objects at the base."""
+    broken = {p.file for p in after.problems if p.file in changed and p.reason.startswith(INVALID_YAML)}
+    kept = (m for m in after.objects if m.file not in broken)
+    return replace(after, objects=(*kept, *(m for m in before.objects if m.file in broken)))
 
 
 def _materialize(repo: Repo, commit: str, paths: Sequence[str], dest: Path, *, required: bool) -> list[Path]:
