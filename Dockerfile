@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
-# The upgrade-gate image: the package (console script `upgrade-gate`) and the bundled policies at /app/policies.
-#   docker build -t upgrade-gate:0.1.0 .
-#   docker run --rm upgrade-gate:0.1.0 --help
+# The upgrade-gate image: the package as pip installs it from source (console script `upgrade-gate`, the bundled
+# policies in <prefix>/share/upgrade-gate/policies), those policies also at /app/policies, the chart's
+# policies.bundledDir. The chart's default image (values.yaml image.*) is tagged with the package's version:
+#   docker build -t ghcr.io/upgrade-gate/upgrade-gate:0.1.0 .
+#   docker run --rm ghcr.io/upgrade-gate/upgrade-gate:0.1.0 --version
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -10,8 +12,9 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 # git is the sync loop's transport; it is installed in the runtime stage. Nothing here needs a compiler:
 # every dependency ships manylinux wheels.
-COPY pyproject.toml README.md* ./
+COPY pyproject.toml README.md ./
 COPY webhook/ webhook/
+COPY policies/ policies/
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --upgrade pip \
  && /opt/venv/bin/pip install .
@@ -27,7 +30,8 @@ RUN apt-get update \
  && groupadd --system --gid 10001 upgrade-gate \
  && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --shell /usr/sbin/nologin upgrade-gate
 COPY --from=build /opt/venv /opt/venv
-COPY policies/ /app/policies/
+# One copy of the policies: the installed package's.
+RUN mkdir /app && ln -s /opt/venv/share/upgrade-gate/policies /app/policies
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
