@@ -309,3 +309,15 @@ def test_the_help_lists_apply_and_its_examples() -> None:
         "Exit codes",
     ):
         assert text in help_text
+
+
+def test_the_example_of_docs_cli_md_runs_as_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    section = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").split("## `upgrade-gate apply`", 1)[1]
+    manifest = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    command, shown = section.split("\n$ ", 1)[1].split("```", 1)[0].split("\n", 1)
+    (tmp_path / "revision.yaml").write_text(manifest, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    argv = command.split()
+    assert argv[:2] == ["upgrade-gate", "apply"]
+    result = CliRunner().invoke(main, [*argv[1:], "--policies", str(POLICIES)])
+    assert (result.exit_code, result.stdout) == (1, shown)
