@@ -29,9 +29,23 @@ def test_the_summary_table_lists_what_changed_and_counts_the_rest(world: World) 
     assert lines[0].split() == ["SUBJECT", "ACTION", "FROM", "TO", "BRANCH", "PULL", "REQUEST", "REASON"]
     assert lines[1].split()[:5] == ["cloudnative-pg", "proposed", "1.29.2", "1.30.0", "upgrade-gate/cloudnative-pg"]
     assert lines[-1].startswith(
-        "1 proposed, 0 updated, 0 removed, 0 withdrawn, 0 opened, 0 held, 0 skipped, 2 unchanged, "
-        "0 invalid, 0 unresolved, 0 failed"
+        "1 proposed, 0 updated, 0 removed, 0 merged, 0 withdrawn, 0 opened, 0 held, 0 waiting, 0 skipped, "
+        "2 unchanged, 0 invalid, 0 unresolved, 0 failed"
     )
+
+
+def test_a_dashboard_the_forge_refuses_is_one_warning_line_and_the_cycle_stands(world: World) -> None:
+    world.set_config(lambda text: text + "dashboard:\n  enabled: true\n")
+    world.push("dashboard on")
+    world.github.rate_limit(only="/issues$")
+    code, out, err = run(world, "--once", "-o", "json")
+    assert (code, json.loads(out)["counts"]["proposed"]) == (0, 1)
+    assert err == (
+        "upgrade-gate: warning: github: cannot write the issue <!-- upgrade-gate:dashboard --> (upgrade-gate "
+        "dashboard): GET /repos/example-org/clusters/issues: rate limited (HTTP 403, the limit resets at "
+        "2026-03-01T13:00:00Z)\n"
+    )
+    assert json.loads(out)["warnings"] == [err.removeprefix("upgrade-gate: warning: ").rstrip("\n")]
 
 
 def test_json_output_has_counts_and_every_entry(world: World) -> None:

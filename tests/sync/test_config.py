@@ -15,7 +15,15 @@ from webhook.io.forges import ForgeConfig
 from webhook.plan.manifests import read_addons
 from webhook.plan.requests import Identity
 from webhook.plan.verdicts import PolicyCheckConfig
-from webhook.sync.config import CATALOGD_CONTENT, AddOnConfig, CatalogConfig, load_config, parse_config, parse_duration
+from webhook.sync.config import (
+    CATALOGD_CONTENT,
+    AddOnConfig,
+    CatalogConfig,
+    DashboardConfig,
+    load_config,
+    parse_config,
+    parse_duration,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = tables.load("gitops/configs.yaml")
@@ -108,3 +116,38 @@ def test_the_policy_check_applier_defaults_to_argo_cds_application_controller() 
         ),
         {},
     )
+
+
+BASE = {"extensions": "e", "revisions": "r", "catalogs": "c"}
+
+
+def test_the_renovate_style_settings_are_off_by_default() -> None:
+    config = parse_config(BASE)
+    assert (config.dashboard, config.schedule) == (DashboardConfig(enabled=False), ())
+
+
+def test_the_dashboard_and_the_schedule_read_as_documented() -> None:
+    config = parse_config(
+        {**BASE, "dashboard": {"enabled": True, "title": "Fleet"}, "schedule": ["Sat 02:00-06:00", "Sun 02:00-06:00"]}
+    )
+    assert config.dashboard == DashboardConfig(enabled=True, title="Fleet")
+    assert [w.text for w in config.schedule] == ["Sat 02:00-06:00", "Sun 02:00-06:00"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        ({"dashboard": {"enabled": "yes"}}, "dashboard.enabled: must be true or false, not 'yes'"),
+        ({"dashboard": {"enable": True}}, "dashboard.enable: unknown key (expected one of enabled, title)"),
+        ({"dashboard": True}, "dashboard: must be a mapping"),
+        (
+            {"schedule": ["Sat 02:00-06:00", "Sun 25:00-26:00"]},
+            'schedule[1]: window "Sun 25:00-26:00": 25:00 is not a time of day',
+        ),
+        ({"schedule": [3]}, "schedule: must be a string or a list of non-empty strings"),
+    ],
+)
+def test_a_bad_setting_is_one_error_naming_it(extra: dict[str, Any], error: str) -> None:
+    with pytest.raises(InputError) as raised:
+        parse_config({**BASE, **extra})
+    assert str(raised.value) == f"upgrade-gate.yaml: {error}"

@@ -212,6 +212,30 @@ def test_an_obsolete_proposal_is_withdrawn_and_its_pull_request_closed(world: Wo
     assert world.github.pulls[1]["state"] == "closed"
 
 
+def test_a_merged_proposal_is_reported_merged_not_withdrawn(world: World) -> None:
+    world.sync()
+    world.merge(BRANCH)
+    world.github.merge(1)
+    report = world.sync()
+    assert entry(report, "cloudnative-pg") == (
+        "merged",
+        f"merged (revision cloudnative-pg-1.30.0 is in the base branch): branch {BRANCH} deleted",
+    )
+    assert BRANCH not in world.branches()
+    assert world.github.pulls[1]["title"] == "Upgrade cloudnative-pg to 1.30.0", "a merged pull request is left be"
+
+
+def test_a_squash_merged_proposal_is_reported_merged(world: World) -> None:
+    world.sync()
+    world.pull()
+    git(world.human, "merge", "--quiet", "--squash", f"origin/{BRANCH}")
+    git(world.human, "commit", "--quiet", "-m", "Upgrade cloudnative-pg to 1.30.0 (#1)")
+    git(world.human, "push", "--quiet", "origin", "HEAD:main")
+    world.github.merge(1)
+    assert entry(world.sync(), "cloudnative-pg")[0] == "merged"
+    assert BRANCH not in world.branches()
+
+
 def withdraw_and_propose_again(world: World) -> None:
     """The loop proposes cloudnative-pg 1.30.0, withdraws it once a human pins the extension, and proposes it
     again once unpinned."""
@@ -474,3 +498,21 @@ def test_the_pull_request_says_the_policies_would_deny_an_approval_applied_by_an
         f'user "{flux}" may not approve cloudnative-pg-1.30.0: approvers are members of [upgrade-approvers, '
         "platform-admins]. Approvers: members of the groups upgrade-approvers, platform-admins. |"
     ) in pull["body"]
+
+
+def test_outside_the_schedule_a_due_upgrade_waits_for_the_next_window(world: World) -> None:
+    world.set_config(lambda text: text + 'schedule: ["Sat 02:00-06:00"]\n')
+    world.push("schedule")
+    report = world.sync()  # 2026-03-01 is a Sunday
+    [waiting] = [e for e in report.entries if e.subject == "cloudnative-pg"]
+    assert (waiting.action, waiting.ready_at) == ("waiting", "2026-03-07T02:00:00Z")
+    assert waiting.reason == (
+        "waiting for schedule (Sat 02:00-06:00): "
+        "Upgrade available: cloudnative-pg.v1.30.0 replaces cloudnative-pg.v1.29.2 in channel stable-v1."
+    )
+    assert list(world.branches()) == ["main"]
+    assert world.github.open_pulls() == []
+    world.now = datetime.datetime(2026, 3, 7, 5, 59, tzinfo=datetime.UTC)
+    assert entry(world.sync(), "cloudnative-pg")[0] == "proposed"
+    world.now = datetime.datetime(2026, 3, 7, 6, 0, tzinfo=datetime.UTC)
+    assert entry(world.sync(), "cloudnative-pg") == ("unchanged", f"branch {BRANCH} already proposes this")

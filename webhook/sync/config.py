@@ -45,6 +45,13 @@ Schema (every path is relative to the repository root unless absolute; unknown k
       canarySoak: 1h                         # how long every canary runs a version successfully before the
                                              # other placements get it (Go duration); default:
                                              # addonCanarySoak of policies/settings.yaml
+    dashboard:                               # optional: one issue listing every subject the loop governs
+      enabled: false                         # default false (off: no issue is written)
+      title: upgrade-gate dashboard          # the issue's title (default); it is found again by a hidden marker
+    schedule: ["Sat 02:00-06:00"]            # optional: windows when branches are opened or updated (weekly
+                                             # DAYS HH:MM-HH:MM in UTC or START/END in RFC 3339, as freeze and
+                                             # maintenance windows); outside them a due change is "waiting".
+                                             # Default [] = any time
 
 With ``addons`` set, ``extensions``, ``revisions`` and ``catalogs`` may be left out together (a repository of
 add-ons only); otherwise they are required.
@@ -65,6 +72,7 @@ from webhook.errors import InputError, ManifestError
 from webhook.io.forges import ForgeConfig
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.plan import Identity, PolicyCheckConfig
+from webhook.windows import Window, parse_window
 
 CONFIG_FILE = "upgrade-gate.yaml"
 CATALOGD_CONTENT = "https://catalogd-service.olmv1-system.svc/catalogs/{name}"
@@ -101,6 +109,14 @@ class AddOnConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DashboardConfig:
+    """The dashboard issue: written when ``enabled`` (default off), under ``title``."""
+
+    enabled: bool = False
+    title: str = "upgrade-gate dashboard"
+
+
+@dataclass(frozen=True, slots=True)
 class SyncConfig:
     """The parsed ``upgrade-gate.yaml`` (see the module docstring for every key and default)."""
 
@@ -116,6 +132,8 @@ class SyncConfig:
     author_name: str = "upgrade-gate"
     author_email: str = "upgrade-gate@noreply.invalid"
     addons: AddOnConfig | None = None
+    dashboard: DashboardConfig = field(default_factory=DashboardConfig)
+    schedule: tuple[Window, ...] = ()
 
 
 def load_config(root: Path) -> SyncConfig:
@@ -152,6 +170,8 @@ _TOP_KEYS = {
     "policyCheck",
     "git",
     "addons",
+    "dashboard",
+    "schedule",
 }
 
 
@@ -184,6 +204,27 @@ def parse_config(data: Mapping[str, Any]) -> SyncConfig:
         author_name=_str(git, "authorName", defaults.author_name, "git."),
         author_email=_str(git, "authorEmail", defaults.author_email, "git."),
         addons=addons,
+        dashboard=_dashboard(_mapping(data, "dashboard")),
+        schedule=_schedule(data),
+    )
+
+
+def _schedule(data: Mapping[str, Any]) -> tuple[Window, ...]:
+    windows = []
+    for index, text in enumerate(_strings(data, "schedule")):
+        try:
+            windows.append(parse_window(text))
+        except InputError as error:
+            raise _error(f"schedule[{index}]", str(error)) from None
+    return tuple(windows)
+
+
+def _dashboard(data: Mapping[str, Any]) -> DashboardConfig:
+    _no_unknown(data, {"enabled", "title"}, "dashboard.")
+    default = DashboardConfig()
+    return DashboardConfig(
+        enabled=_bool(data, "enabled", default.enabled, "dashboard."),
+        title=_str(data, "title", default.title, "dashboard."),
     )
 
 
@@ -324,6 +365,13 @@ def _str(data: Mapping[str, Any], key: str, default: Any = _REQUIRED, prefix: st
         return str(default)
     if not isinstance(value, str) or (not value and default is _REQUIRED):
         raise _error(f"{prefix}{key}", "must be a non-empty string")
+    return value
+
+
+def _bool(data: Mapping[str, Any], key: str, default: bool, prefix: str = "") -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise _error(f"{prefix}{key}", f"must be true or false, not {value!r}")
     return value
 
 

@@ -11,12 +11,16 @@ A cycle, in order (``run_cycle``):
    with ``addons`` configured, every add-on's next installVersion step (``webhook.plan.addons``, its
    facts from ``webhook.sync.views``; an add-on waiting for its canaries is reported ``held``);
 4. per branch: leave it alone if a human committed to it; skip a change whose pull request (same branch,
-   same title) was closed without merging; keep a branch that already carries the change; otherwise commit
+   same title) was closed without merging; keep a branch that already carries the change; outside the
+   ``schedule`` windows report a change to push as ``waiting`` (when the next window opens); otherwise commit
    the change as one commit on the base branch and push every branch at once, each with a lease;
 5. push rejections (someone pushed in between) are retried from a freshly fetched base, up to
    ``max_push_attempts`` times in all, then reported as failed; the base branch is never pushed;
-6. open or update one pull request per pushed or kept branch, withdraw (delete) bot branches whose proposal
-   became obsolete (closing their pull request).
+6. open or update one pull request per pushed or kept branch, delete bot branches whose proposal is over:
+   ``merged`` when its change is in the base branch (the branch merged, or every file it writes reads the same
+   there after a squash or rebase merge), else ``withdrawn`` (its open pull request closed);
+7. with ``dashboard.enabled``, create or rewrite the dashboard issue (``webhook.sync.dashboard``); a forge
+   failure there is a warning of the report, not a failed cycle, and the next cycle writes it again.
 
 A second cycle with nothing new makes no commit, no push and no forge write. ``GitError`` (remote or forge
 unreachable), ``FetchError`` (a catalogd URL), ``CatalogError`` and ``InputError`` (``upgrade-gate.yaml``,
@@ -32,7 +36,7 @@ import datetime
 import fcntl
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from webhook.errors import CatalogError, GitError, InputError, ManifestError
@@ -78,9 +82,11 @@ from webhook.plan import (
     rfc3339,
 )
 from webhook.sync.config import SyncConfig, load_config
-from webhook.sync.report import OPENED, Entry, Report, file_diff
+from webhook.sync.dashboard import MARKER, Dashboard, Facts, render, rows
+from webhook.sync.report import MERGED, OPENED, WAITING, WITHDRAWN, Entry, Report, file_diff
 from webhook.sync.sources import CatalogCache, Catalogs, ClusterView, load_catalogs, with_installed
 from webhook.sync.views import AddOnView, ObjectsView, observe
+from webhook.windows import Window
 
 _DONE = {
     PROPOSE: "proposed",
@@ -157,6 +163,9 @@ class _Cycle:
         self.entries: dict[str, Entry] = {}
         self.forge: Forge | None = None
         self.open_pulls: dict[str, PullRequest] = {}
+        self.facts: dict[str, Facts] = {}
+        self.warnings: list[str] = []
+        self.waiting: str | None = None
 
     @contextlib.contextmanager
     def timed(self, phase: str) -> Iterator[None]:
@@ -178,6 +187,7 @@ class _Cycle:
             base_sha = repo.checkout(config.base_branch)
             config = load_config(repo.path)
         self.forge = make_forge(config.forge, options.forge_token)
+        self.waiting = _next_window(config.schedule, self.now)
         with self.timed("forge"):
             self.open_pulls = self.forge.open_pull_requests(config.base_branch) if self.forge else {}
         inputs = self._inputs(repo.path, config)
@@ -196,7 +206,31 @@ class _Cycle:
                     reason = f"push rejected {attempt} times, last: {why}"
                     self.entries[subject] = Entry(subject, "failed", reason, branch)
         entries = tuple(self.entries[s] for s in sorted(self.entries))
-        return Report(config.base_branch, base_sha, entries, dict(self.timings), options.dry_run)
+        dashboard = self._dashboard(config, entries, base_sha) if config.dashboard.enabled else None
+        return Report(
+            config.base_branch,
+            base_sha,
+            entries,
+            dict(self.timings),
+            options.dry_run,
+            dashboard=dashboard,
+            warnings=tuple(self.warnings),
+        )
+
+    def _dashboard(self, config: SyncConfig, entries: tuple[Entry, ...], commit: str) -> Dashboard:
+        """The dashboard's rows, written to the forge's dashboard issue unless a dry run; a forge failure is a
+        warning (the next cycle rewrites the issue whole)."""
+        board = Dashboard(rows(entries, self.facts))
+        if self.forge is None or self.options.dry_run:
+            return board
+        body = render(board, config.base_branch, commit)
+        try:
+            with self.timed("forge"):
+                url = self.forge.upsert_issue(config.dashboard.title, MARKER, body)
+        except GitError as error:
+            self.warnings.append(str(error))
+            return board
+        return replace(board, url=url)
 
     def _inputs(self, root: Path, config: SyncConfig) -> _Inputs:
         cluster = self.options.cluster
@@ -249,12 +283,18 @@ class _Cycle:
                 self.entries[subject] = Entry(subject, item.action, item.reason, ready_at=item.ready_at)
             elif action == WITHDRAW and state is not None:
                 updates.append(RefUpdate(branch, None, state.head))
-                pending[branch] = (subject, item, action)
+                pending[branch] = (subject, item, MERGED if _landed(repo, base_sha, state) else action)
             elif change is not None:
                 declined = self._declined(change, config.base_branch)
                 if declined is not None:
                     self.entries[subject] = Entry(
                         subject, "skipped", declined, branch, change.from_version, change.to_version
+                    )
+                    continue
+                if action == PUSH and self.waiting is not None:
+                    why = f"waiting for schedule ({', '.join(w.text for w in config.schedule)}): {change.reason}"
+                    self.entries[subject] = Entry(
+                        subject, WAITING, why, branch, change.from_version, change.to_version, ready_at=self.waiting
                     )
                     continue
                 if action == PUSH:
@@ -295,6 +335,14 @@ class _Cycle:
         per_extension: dict[str, list[RevisionFile]] = {}
         for revision in revisions:
             per_extension.setdefault(revision.extension, []).append(revision)
+        for entry in extensions:
+            name, installed = entry.extension.name, entry.extension.installed
+            base = sorted(per_extension.get(name, []), key=lambda r: r.file)
+            self.facts[name] = Facts(
+                installed.version if installed is not None else None,
+                approved=tuple(r.version for r in base if r.approved),
+                pending=tuple(r.version for r in base if not r.approved),
+            )
         plan: dict[str, Change | Outcome] = {}
         wanted = [e for e in extensions if scope is None or e.extension.name in scope]
         catalogs = inputs.catalogs.catalogs
@@ -402,8 +450,12 @@ class _Cycle:
                 why = f"{item.reason}; branch {branch} {deleted} until then"
                 self.entries[subject] = Entry(subject, HELD, why, branch, pull_request=url, ready_at=item.ready_at)
                 return
+            if action == MERGED:
+                why = f"merged ({item.reason}): branch {branch} {deleted}"
+                self.entries[subject] = Entry(subject, MERGED, why, branch, pull_request=url)
+                return
             why = f"nothing to propose any more ({item.reason}): branch {branch} {deleted}"
-            self.entries[subject] = Entry(subject, "withdrawn", why, branch, pull_request=url)
+            self.entries[subject] = Entry(subject, WITHDRAWN, why, branch, pull_request=url)
             return
         url = pull.url if pull else None
         opened = self.forge is not None and pull is None
@@ -441,6 +493,30 @@ class _Cycle:
 
 def _addons_from_cluster(config: SyncConfig) -> bool:
     return config.addons is not None and config.addons.installed == "cluster"
+
+
+def _next_window(schedule: tuple[Window, ...], now: datetime.datetime) -> str | None:
+    """``None`` when branches may be pushed now (no ``schedule``, or inside one of its windows); else when the
+    next window opens (RFC 3339; ``""`` when none ever will: every interval has ended)."""
+    if not schedule or any(window.contains(now) for window in schedule):
+        return None
+    opening = [at for at in (window.opens_at(now) for window in schedule) if at is not None]
+    return rfc3339(min(opening)) if opening else ""
+
+
+def _landed(repo: Repo, base_sha: str, state: BranchState) -> bool:
+    """Whether a bot branch's change is in the base branch: its head is (a merge or a fast-forward), or every
+    file its one commit writes reads the same there (a squash or rebase merge)."""
+    if repo.merge_base(base_sha, state.head) == state.head:
+        return True
+    return bool(state.changes) and all(_reads(repo.path / c.path, c.content) for c in state.changes or ())
+
+
+def _reads(path: Path, content: str | None) -> bool:
+    """Whether the checked-out file at ``path`` has ``content`` (``None``: the file is absent)."""
+    if content is None:
+        return not path.exists()
+    return path.is_file() and read_text(path) == content
 
 
 def _branch_revisions(state: BranchState | None) -> list[RevisionFile]:

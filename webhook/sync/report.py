@@ -7,23 +7,46 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook.manifests import read_text
 from webhook.plan import HELD, INVALID, UNRESOLVED, FileChange
 
+if TYPE_CHECKING:
+    from webhook.sync.dashboard import Dashboard
+
 OPENED = "opened"
 """A pull request opened for a branch that already carried the change (its earlier opening failed)."""
+MERGED = "merged"
+"""A proposal whose change is in the base branch (its pull request merged): its branch is deleted."""
+WITHDRAWN = "withdrawn"
+"""A proposal no longer needed, its change not in the base branch: its pull request closed unmerged, its branch
+deleted."""
 PROBLEMS = (INVALID, UNRESOLVED, "failed")
 """Actions that mean something needs a person: ``upgrade-gate sync`` exits 1 when an entry has one."""
-ACTIONS = ("proposed", "updated", "removed", "withdrawn", OPENED, HELD, "skipped", "unchanged", *PROBLEMS)
+WAITING = "waiting"
+"""A change due outside the ``schedule`` windows: its branch is opened or updated once a window opens."""
+ACTIONS = (
+    "proposed",
+    "updated",
+    "removed",
+    MERGED,
+    WITHDRAWN,
+    OPENED,
+    HELD,
+    WAITING,
+    "skipped",
+    "unchanged",
+    *PROBLEMS,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One line of the report: a subject (extension, ``clustercatalog/<name>``, ``addon/<name>`` or a file), what
     happened (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some, for
-    a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known, and in a dry run the
+    a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known (for ``waiting``, when the
+    schedule's next window opens), and in a dry run the
     unified diff the change would push (``diff``)."""
 
     subject: str
@@ -42,13 +65,16 @@ class Entry:
 class Report:
     """What a cycle did: the base branch and commit it read, every entry (sorted by subject), and the seconds
     spent per phase (``fetch``, ``read``, ``catalogs``, ``resolve``, ``cluster`` (add-on lookups), ``plan`` (add-on
-    planning), ``git``, ``forge``)."""
+    planning), ``git``, ``forge``); the ``dashboard`` when configured, and ``warnings``: one line per write that
+    failed without failing the cycle (the dashboard issue), which the next cycle writes again."""
 
     base: str
     commit: str
     entries: tuple[Entry, ...]
     timings: Mapping[str, float] = field(default_factory=dict)
     dry_run: bool = False
+    dashboard: Dashboard | None = None
+    warnings: tuple[str, ...] = ()
 
     def count(self, action: str) -> int:
         """How many entries have ``action``."""
@@ -69,6 +95,8 @@ class Report:
             "counts": {a: self.count(a) for a in ACTIONS},
             "entries": [asdict(e) for e in self.entries],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "warnings": list(self.warnings),
+            **({"dashboard": self.dashboard.to_json()} if self.dashboard is not None else {}),
         }
 
 
