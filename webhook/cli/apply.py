@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,10 @@ from webhook.cli.common import (
     cel_engine_option,
     fail,
     handle_errors,
-    json_text,
-    junit_suite,
-    junit_text,
+    junit_cases,
     now_option,
     output_options,
+    rendered,
     table,
 )
 from webhook.errors import InputError
@@ -151,10 +149,15 @@ def _counts(rows: Iterable[Row]) -> str:
 
 
 def _render(form: str, rows: list[Row], inputs: Apply) -> str:
-    if form == "json":
-        return json_text(_document(rows, inputs))
-    if form == "junit":
-        return junit_text(_junit(rows))
+    return rendered(
+        form,
+        table=lambda: _table(rows, inputs),
+        document=lambda: _document(rows, inputs),
+        junit=lambda: junit_cases("apply", [_case(row) for row in rows]),
+    )
+
+
+def _table(rows: list[Row], inputs: Apply) -> str:
     summary = f"{_counts(rows)} (as {inputs.user.username}, at {rfc3339(inputs.now)})"
     cells = [
         (f"{r.file}:{r.line}", r.object, r.operation, r.verdict, r.policy or "-", _message(r).replace("\n", " "))
@@ -191,17 +194,11 @@ def _document(rows: list[Row], inputs: Apply) -> dict[str, Any]:
     }
 
 
-def _junit(rows: list[Row]) -> ET.Element:
-    """A test suite ``apply`` with a test case per row: ``<OPERATION> <object>`` (``<file>:<line>`` for an invalid
-    document), class name the file; a failure of type ``denied`` or ``invalid`` with the message, else the
-    message and the patch as system-out."""
-    root = ET.Element("testsuites", name="upgrade-gate apply")
-    cases = []
-    for row in rows:
-        name = f"{row.operation} {row.object}" if row.object != "-" else f"{row.file}:{row.line}"
-        if row.failing:
-            cases.append(Case(name, row.file, row.message, row.verdict))
-        else:
-            cases.append(Case(name, row.file, output=f"{row.verdict}: {_message(row)}" if _message(row) else ""))
-    junit_suite(root, "apply", cases)
-    return root
+def _case(row: Row) -> Case:
+    """A JUnit test case: ``<OPERATION> <object>`` (``<file>:<line>`` for an invalid document), class name the file;
+    a failure of type ``denied`` or ``invalid`` with the message, else the message and the patch as system-out."""
+    name = f"{row.operation} {row.object}" if row.object != "-" else f"{row.file}:{row.line}"
+    if row.failing:
+        return Case(name, row.file, row.message, row.verdict)
+    message = _message(row)
+    return Case(name, row.file, output=f"{row.verdict}: {message}" if message else "")

@@ -220,6 +220,29 @@ def junit_suite(root: ET.Element, name: str, cases: Sequence[Case]) -> None:
             ET.SubElement(element, "system-out").text = case.output
 
 
+def junit_cases(command: str, cases: Sequence[Case]) -> ET.Element:
+    """The JUnit document ``testsuites`` ``upgrade-gate <command>`` of one test suite ``command`` of ``cases``."""
+    root = ET.Element("testsuites", name=f"upgrade-gate {command}")
+    junit_suite(root, command, cases)
+    return root
+
+
+def rendered(
+    form: str,
+    *,
+    table: Callable[[], str],
+    document: Callable[[], Any],
+    junit: Callable[[], ET.Element] | None = None,
+) -> str:
+    """The output in the format ``form``: ``document()`` as ``json_text``, ``junit()`` as ``junit_text``, else
+    ``table()``. Each is called only when asked for."""
+    if form == "json":
+        return json_text(document())
+    if form == "junit" and junit is not None:
+        return junit_text(junit())
+    return table()
+
+
 def junit_text(root: ET.Element) -> str:
     """``root`` as an indented XML document with its declaration."""
     ET.indent(root)

@@ -3,22 +3,11 @@ really held?"""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import click
 
-from webhook.cli.common import (
-    EXIT_NEGATIVE,
-    Case,
-    Output,
-    fail,
-    handle_errors,
-    json_text,
-    junit_suite,
-    junit_text,
-    output_options,
-)
+from webhook.cli.common import EXIT_NEGATIVE, Case, Output, fail, handle_errors, junit_cases, output_options, rendered
 from webhook.controller import DEFAULT_SETTINGS_NAMESPACE, Report, diagnose
 from webhook.io.kube import Cluster
 
@@ -82,27 +71,17 @@ def doctor(kubeconfig: Path | None, settings_namespace: str, strict: bool, outpu
 
 
 def _render(form: str, report: Report, *, strict: bool) -> str:
-    if form == "json":
-        return json_text(report.to_dict())
-    if form == "junit":
-        return junit_text(_junit(report, strict=strict))
-    return table(report)
-
-
-def _junit(report: Report, *, strict: bool) -> ET.Element:
-    """A test suite ``doctor`` with a test case per check: a ``fail`` (and, ``strict``, a ``warn``) is a failure
-    with its message and what to do; the other results are system-out."""
-    root = ET.Element("testsuites", name="upgrade-gate doctor")
+    """The report in the output format ``form``; JUnit: a test case per check, a ``fail`` (and, ``strict``, a
+    ``warn``) a failure with its message and what to do, the other results system-out."""
     failing = ("fail", "warn") if strict else ("fail",)
     cases = []
     for check in report.checks:
         text = f"{check.message} (fix: {check.action})" if check.action else check.message
-        if check.result in failing:
-            cases.append(Case(check.id, "doctor", text, check.result))
-        else:
-            cases.append(Case(check.id, "doctor", output=f"{check.result}: {text}"))
-    junit_suite(root, "doctor", cases)
-    return root
+        failure = text if check.result in failing else None
+        cases.append(Case(check.id, "doctor", failure, check.result, "" if failure else f"{check.result}: {text}"))
+    return rendered(
+        form, table=lambda: table(report), document=report.to_dict, junit=lambda: junit_cases("doctor", cases)
+    )
 
 
 def table(report: Report) -> str:

@@ -17,10 +17,10 @@ from webhook.cli.common import (
     cel_engine_option,
     fail,
     handle_errors,
-    json_text,
-    junit_suite,
+    junit_cases,
     junit_text,
     output_options,
+    rendered,
     table,
     write_atomically,
 )
@@ -64,7 +64,7 @@ def test(paths: tuple[Path, ...], output: Output, junit: Path | None, cel_engine
     if sys.stderr.isatty() and suites:
         click.echo("\r".ljust(61) + "\r", err=True, nl=False)
     if junit is not None:  # the deprecated --junit FILE: -o junit --output-file FILE, beside the -o output
-        write_atomically(junit, _render_suites("junit", results))
+        write_atomically(junit, junit_text(_suites_junit(results)))
     output.emit(lambda form: _render_suites(form, results))
     if not all(r.passed for r in results):
         failed = sum(1 for r in results for c in r.cases if not c.passed) + sum(1 for r in results if r.error)
@@ -99,25 +99,30 @@ def lint_command(paths: tuple[Path, ...], output: Output) -> None:
 
 
 def _render_suites(form: str, results: list[SuiteResult]) -> str:
-    if form == "json":
-        return json_text([_suite_document(r) for r in results])
-    if form == "junit":
-        root = ET.Element("testsuites", name="upgrade-gate policy test")
-        junit_suites(root, results)
-        return junit_text(root)
-    return _suite_table(results) + "\n"
+    return rendered(
+        form,
+        table=lambda: _suite_table(results) + "\n",
+        document=lambda: [_suite_document(r) for r in results],
+        junit=lambda: _suites_junit(results),
+    )
+
+
+def _suites_junit(results: list[SuiteResult]) -> ET.Element:
+    root = ET.Element("testsuites", name="upgrade-gate policy test")
+    junit_suites(root, results)
+    return root
 
 
 def _render_lint(form: str, reports: list[FileReport]) -> str:
-    if form == "json":
-        return json_text([_file_document(r) for r in reports])
-    if form == "junit":
-        root = ET.Element("testsuites", name="upgrade-gate policy lint")
-        cases = [Case(str(r.file), "policy lint", "; ".join(r.errors) or None, "broken") for r in reports]
-        junit_suite(root, "policy lint", cases)
-        return junit_text(root)
-    findings = list(_expensive_lines(reports))
-    return _lint_table(reports) + "\n" + ("\n" + "\n".join(findings) + "\n" if findings else "")
+    findings = "".join(f"{line}\n" for line in _expensive_lines(reports))
+    return rendered(
+        form,
+        table=lambda: _lint_table(reports) + "\n" + (f"\n{findings}" if findings else ""),
+        document=lambda: [_file_document(r) for r in reports],
+        junit=lambda: junit_cases(
+            "policy lint", [Case(str(r.file), "policy lint", "; ".join(r.errors) or None, "broken") for r in reports]
+        ),
+    )
 
 
 def _suite_table(results: list[SuiteResult]) -> str:

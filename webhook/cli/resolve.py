@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,9 @@ from webhook.cli.common import (
     Output,
     fail,
     handle_errors,
-    json_text,
-    junit_suite,
-    junit_text,
+    junit_cases,
     output_options,
+    rendered,
     table,
 )
 from webhook.errors import CatalogError, InputError, InvalidVersion, ManifestError
@@ -140,28 +138,22 @@ def _error(check: UpgradeCheck) -> str:
 
 def _render(form: str, checks: list[UpgradeCheck], catalogs: list[Catalog]) -> str:
     """The checks in the output format ``form``: one ClusterExtension's JSON document or explanation, several
-    as a list or a table; JUnit in either case."""
-    if form == "json":
-        return json_text(_document(checks[0]) if len(checks) == 1 else [_document(c) for c in checks])
-    if form == "junit":
-        return junit_text(_junit(checks))
-    return (_text(checks[0], catalogs) if len(checks) == 1 else _table(checks)) + "\n"
+    as a list or a table; JUnit: a test case per ClusterExtension, failing (with the resolution error) when it
+    does not resolve, else the resolved bundle and the revision due as system-out."""
+    return rendered(
+        form,
+        table=lambda: (_text(checks[0], catalogs) if len(checks) == 1 else _table(checks)) + "\n",
+        document=lambda: _document(checks[0]) if len(checks) == 1 else [_document(c) for c in checks],
+        junit=lambda: junit_cases("resolve", [_case(c) for c in checks]),
+    )
 
 
-def _junit(checks: list[UpgradeCheck]) -> ET.Element:
-    """A test suite ``resolve`` with a test case per ClusterExtension (failing, with the resolution error, when it
-    does not resolve; else the resolved bundle and the revision due as system-out)."""
-    root = ET.Element("testsuites", name="upgrade-gate resolve")
-    cases = []
-    for check in checks:
-        if check.error is not None or check.resolution is None:
-            cases.append(Case(check.extension.name, check.extension.source.package, _error(check), "unresolved"))
-            continue
-        due = f"revision {check.revision.name} due" if check.revision else "no revision due"
-        resolved = f"resolves to {check.resolution.bundle.name} ({check.resolution.version}); {due}"
-        cases.append(Case(check.extension.name, check.extension.source.package, output=resolved))
-    junit_suite(root, "resolve", cases)
-    return root
+def _case(check: UpgradeCheck) -> Case:
+    if check.error is not None or check.resolution is None:
+        return Case(check.extension.name, check.extension.source.package, _error(check), "unresolved")
+    due = f"revision {check.revision.name} due" if check.revision else "no revision due"
+    resolved = f"resolves to {check.resolution.bundle.name} ({check.resolution.version}); {due}"
+    return Case(check.extension.name, check.extension.source.package, output=resolved)
 
 
 def _extensions(path: Path) -> list[ClusterExtension]:

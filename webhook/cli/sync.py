@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, Output, fail, handle_errors, json_text, output_options, table
+from webhook.cli.common import EXIT_NEGATIVE, Output, fail, handle_errors, output_options, rendered, table
 from webhook.errors import ClusterError, InputError
 from webhook.io import Credentials
 from webhook.io.kube import Cluster, LeaseElector, connect
@@ -161,10 +161,13 @@ def _render(
 
 
 def _text(report: Report, output: str, *, stamp: str | None, previous: Report | None) -> str:
-    """The report as JSON or as a table; with ``stamp`` (a cycle of ``--interval``) the time first, and only
-    the entries that differ from the ``previous`` cycle's. A dry run's diffs follow the table."""
-    if output == "json":
-        return json_text({**report.to_json(), **({"time": stamp} if stamp else {})})
+    document = {**report.to_json(), **({"time": stamp} if stamp else {})}
+    return rendered(output, table=lambda: _table(report, stamp=stamp, previous=previous), document=lambda: document)
+
+
+def _table(report: Report, *, stamp: str | None, previous: Report | None) -> str:
+    """The report as a table; with ``stamp`` (a cycle of ``--interval``) the time first, and only the entries
+    that differ from the ``previous`` cycle's. A dry run's diffs follow the table."""
     seen = set(previous.entries) if previous is not None else set()
     changed = [e for e in report.entries if e.action != "unchanged" and e not in seen]
     lines = [f"{stamp} cycle"] if stamp is not None else []
