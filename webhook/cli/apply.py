@@ -24,8 +24,7 @@ from webhook.cli.common import (
 )
 from webhook.errors import InputError
 from webhook.manifests import manifest_files, read_text
-from webhook.plan import AUTHENTICATED, Identity, read_manifests, rfc3339
-from webhook.plan.apply import OPERATIONS, Apply, Row, apply
+from webhook.plan import APPLY_OPERATIONS, AUTHENTICATED, Apply, ApplyRow, Identity, apply, read_manifests, rfc3339
 from webhook.policy import load_policy_set
 
 DEFAULT_USER = "kubernetes-admin"
@@ -58,7 +57,7 @@ _PATHS = click.Path(exists=True, path_type=Path)
 @click.option("--as-group", multiple=True, metavar="GROUP", help="A group of the user (repeatable).")
 @click.option(
     "--operation",
-    type=click.Choice(OPERATIONS),
+    type=click.Choice(APPLY_OPERATIONS),
     help="Send every object as this operation.  [default: UPDATE when --cluster-objects holds it, else CREATE]",
 )
 @click.option(
@@ -141,14 +140,14 @@ def _texts(paths: Iterable[Path]) -> dict[str, str]:
     return texts
 
 
-def _counts(rows: Iterable[Row]) -> str:
+def _counts(rows: Iterable[ApplyRow]) -> str:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
     return ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
 
 
-def _render(form: str, rows: list[Row], inputs: Apply) -> str:
+def _render(form: str, rows: list[ApplyRow], inputs: Apply) -> str:
     return rendered(
         form,
         table=lambda: _table(rows, inputs),
@@ -157,7 +156,7 @@ def _render(form: str, rows: list[Row], inputs: Apply) -> str:
     )
 
 
-def _table(rows: list[Row], inputs: Apply) -> str:
+def _table(rows: list[ApplyRow], inputs: Apply) -> str:
     summary = f"{_counts(rows)} (as {inputs.user.username}, at {rfc3339(inputs.now)})"
     cells = [
         (f"{r.file}:{r.line}", r.object, r.operation, r.verdict, r.policy or "-", _message(r).replace("\n", " "))
@@ -166,13 +165,13 @@ def _table(rows: list[Row], inputs: Apply) -> str:
     return "".join(f"{line}\n" for line in [*table(_COLUMNS, cells), summary])
 
 
-def _message(row: Row) -> str:
+def _message(row: ApplyRow) -> str:
     """The row's message, and its patch as ``patch: <op> <path>, ...``."""
     patch = ", ".join(f"{p['op']} {p['path']}" for p in row.patch)
     return "; ".join(part for part in (row.message, f"patch: {patch}" if patch else "") if part)
 
 
-def _document(rows: list[Row], inputs: Apply) -> dict[str, Any]:
+def _document(rows: list[ApplyRow], inputs: Apply) -> dict[str, Any]:
     """The JSON document (docs/cli.md, ``upgrade-gate apply``)."""
     return {
         "user": inputs.user.user_info(),
@@ -194,7 +193,7 @@ def _document(rows: list[Row], inputs: Apply) -> dict[str, Any]:
     }
 
 
-def _case(row: Row) -> Case:
+def _case(row: ApplyRow) -> Case:
     """A JUnit test case: ``<OPERATION> <object>`` (``<file>:<line>`` for an invalid document), class name the file;
     a failure of type ``denied`` or ``invalid`` with the message, else the message and the patch as system-out."""
     name = f"{row.operation} {row.object}" if row.object != "-" else f"{row.file}:{row.line}"

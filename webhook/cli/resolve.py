@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,8 @@ from webhook.cli.common import (
 )
 from webhook.errors import CatalogError, InputError, InvalidVersion, ManifestError
 from webhook.io import open_catalog
-from webhook.manifests import MANIFEST_SUFFIXES, load_manifests
+from webhook.manifests import MANIFEST_SUFFIXES, iter_yaml_documents, load_manifests
 from webhook.olm import Catalog, ClusterExtension, InstalledBundle, UpgradeCheck, VersionRelease, check_extension
-from webhook.olm.fbc import CLUSTER_CATALOG_FILE, iter_json_stream, iter_yaml_stream
 
 
 @click.command()
@@ -108,14 +108,14 @@ def _open(location: str) -> Catalog:
 
 def _has_blob(directory: Path) -> bool:
     """Whether a file directly in ``directory`` or in one of its subdirectories (a package directory), hidden
-    entries and the ClusterCatalog manifest aside, starts with an FBC blob (a mapping with a string ``schema``).
-    Reads two levels of the tree at most, and files only until one qualifies."""
+    entries aside, starts with an FBC blob (a mapping with a string ``schema``; a ClusterCatalog manifest has
+    none). Reads two levels of the tree at most, and files only until one qualifies."""
     return any(_starts_with_blob(file) for file in _candidates(directory))
 
 
 def _candidates(directory: Path) -> Iterator[Path]:
     entries = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
-    yield from (p for p in entries if p.is_file() and p.suffix in MANIFEST_SUFFIXES and p.name != CLUSTER_CATALOG_FILE)
+    yield from (p for p in entries if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
     for folder in (p for p in entries if p.is_dir()):
         yield from sorted(
             p for p in folder.iterdir() if p.suffix in MANIFEST_SUFFIXES and not p.name.startswith(".") and p.is_file()
@@ -123,11 +123,15 @@ def _candidates(directory: Path) -> Iterator[Path]:
 
 
 def _starts_with_blob(file: Path) -> bool:
+    """Whether the first value of ``file`` (a JSON stream, or multi-document YAML) is an FBC blob; only that
+    value is decoded."""
     try:
         text = file.read_text(encoding="utf-8")
-        values = (v for v, *_ in (iter_json_stream if file.suffix == ".json" else iter_yaml_stream)(text, str(file)))
-        first = next(values, None)
-    except (CatalogError, OSError, UnicodeDecodeError):
+        if file.suffix == ".json":
+            first, _ = json.JSONDecoder().raw_decode(text.lstrip())
+        else:
+            first = next((document for document, _ in iter_yaml_documents(text, str(file))), None)
+    except (OSError, ValueError, ManifestError):  # ValueError: JSONDecodeError, UnicodeDecodeError
         return False
     return isinstance(first, Mapping) and isinstance(first.get("schema"), str)
 

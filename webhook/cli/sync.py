@@ -161,8 +161,11 @@ def _render(
 
 
 def _text(report: Report, output: str, *, stamp: str | None, previous: Report | None) -> str:
-    document = {**report.to_json(), **({"time": stamp} if stamp else {})}
-    return rendered(output, table=lambda: _table(report, stamp=stamp, previous=previous), document=lambda: document)
+    return rendered(
+        output,
+        table=lambda: _table(report, stamp=stamp, previous=previous),
+        document=lambda: {**report.to_json(), **({"time": stamp} if stamp else {})},
+    )
 
 
 def _table(report: Report, *, stamp: str | None, previous: Report | None) -> str:

@@ -1,5 +1,6 @@
 """The GitOps side's pure planners: change types, extension revisions, catalog image templates, add-ons,
-pull-request bodies, policy verdicts, and the admission requests a change makes (``upgrade-gate review``). No I/O."""
+pull-request bodies, policy verdicts, the admission requests a change makes (``upgrade-gate review``) and those
+plain manifests make (``upgrade-gate apply``). No I/O."""
 
 from webhook.plan.addons import (
     PLACEMENT_LABEL,
@@ -11,6 +12,7 @@ from webhook.plan.addons import (
     listed_canaries,
     plan_addon,
 )
+from webhook.plan.apply import APPLY_OPERATIONS, Apply, ApplyRow, apply
 from webhook.plan.body import render_body
 from webhook.plan.changes import Manifests, matching, object_changes, read_manifests
 from webhook.plan.extensions import (
@@ -71,6 +73,7 @@ from webhook.plan.verdicts import ApprovalCheck, PolicyCheckConfig
 
 __all__ = [
     "ADDON_VERSION",
+    "APPLY_OPERATIONS",
     "AUTHENTICATED",
     "CATALOG_IMAGE",
     "HELD",
@@ -94,6 +97,8 @@ __all__ = [
     "AddOnDocuments",
     "AddOnManifests",
     "AddOnState",
+    "Apply",
+    "ApplyRow",
     "ApprovalCheck",
     "Approvers",
     "BranchState",
@@ -113,6 +118,7 @@ __all__ = [
     "RevisionFile",
     "TemplateResult",
     "addon_subject",
+    "apply",
     "branch_action",
     "branch_name",
     "decided_clusters",

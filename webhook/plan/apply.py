@@ -10,7 +10,7 @@ identity wins), and every object admitted before in this run, as stored after it
 DIR`` writes them one after the other, so a later manifest sees an earlier one (an object given twice is
 created, then updated). A denied object is not stored.
 
-Each object is one ``Row``: ``admitted``, ``warned`` (admitted with warnings of ``Warn`` bindings), ``denied``
+Each object is one ``ApplyRow``: ``admitted``, ``warned`` (admitted with warnings of ``Warn`` bindings), ``denied``
 (by the first denying policy, with its message, as the API server answers) or ``invalid`` (a document that is not
 YAML or not a Kubernetes object, with the parser's line; an UPDATE asked for an object the cluster does not hold).
 Pure: objects in, rows out.
@@ -19,6 +19,7 @@ Pure: objects in, rows out.
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from webhook.plan.requests import Evaluator, Identity, admission_request, storab
 from webhook.policy import Admission, PolicySet
 
 ADMITTED, WARNED, DENIED, INVALID = "admitted", "warned", "denied", "invalid"
-OPERATIONS = ("CREATE", "UPDATE")
+APPLY_OPERATIONS = ("CREATE", "UPDATE")
 
 #: The policy a denial or a warning names, in the API server's wording (``ValidatingAdmissionPolicy '<name>' ...``,
 #: ``Validation failed for ValidatingAdmissionPolicy '<name>' ...``, a mutating ``policy '<name>' ...``).
@@ -40,7 +41,7 @@ ObjectId = tuple[str, str, str, str]
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
+class ApplyRow:
     """One object of the manifests and its verdict.
 
     ``file`` and ``line``: where its document starts; ``object``: ``Kind namespace/name`` (``-`` for an invalid
@@ -79,22 +80,22 @@ class Apply:
     operation: str | None = None
 
 
-def apply(inputs: Apply) -> list[Row]:
+def apply(inputs: Apply) -> list[ApplyRow]:
     """A row per object and per invalid document, by file and line (see the module docstring)."""
     stored = _Store(inputs.policies, inputs.cluster, inputs.now)
-    rows = [Row(p.file, p.line, "-", "-", INVALID, message=p.reason) for p in inputs.manifests.problems]
+    rows = [ApplyRow(p.file, p.line, "-", "-", INVALID, message=p.reason) for p in inputs.manifests.problems]
     for manifest in inputs.manifests.objects:
         rows.append(_admit(manifest, stored, inputs))
     return sorted(rows, key=lambda row: (row.file, row.line))
 
 
-def _admit(manifest: Manifest, stored: _Store, inputs: Apply) -> Row:
+def _admit(manifest: Manifest, stored: _Store, inputs: Apply) -> ApplyRow:
     old = stored.get(manifest.object)
     operation = inputs.operation or ("UPDATE" if old is not None else "CREATE")
     what = describe(manifest.key)
     if operation == "UPDATE" and old is None:
         message = f"no {what} among the cluster objects to update (the API server answers NotFound)"
-        return Row(manifest.file, manifest.line, what, operation, INVALID, message=message)
+        return ApplyRow(manifest.file, manifest.line, what, operation, INVALID, message=message)
     request = admission_request(
         operation,
         new=manifest.object,
@@ -109,16 +110,18 @@ def _admit(manifest: Manifest, stored: _Store, inputs: Apply) -> Row:
     return row
 
 
-def _row(manifest: Manifest, what: str, operation: str, admission: Admission) -> Row:
+def _row(manifest: Manifest, what: str, operation: str, admission: Admission) -> ApplyRow:
+    """The row of an admitted or denied request: the verdict, the policy and message, the patch."""
+    row = functools.partial(ApplyRow, manifest.file, manifest.line, what, operation)
     decision = admission.validated
     if not decision.allowed:
-        return Row(manifest.file, manifest.line, what, operation, DENIED, _policy(decision.message), decision.message)
+        return row(DENIED, _policy(decision.message), decision.message)
     patch = tuple(admission.mutated.patch)
     warnings = (*admission.mutated.warnings, *decision.warnings)
     if warnings:
         policies = ", ".join(dict.fromkeys(p for p in map(_policy, warnings) if p))
-        return Row(manifest.file, manifest.line, what, operation, WARNED, policies, "; ".join(warnings), patch)
-    return Row(manifest.file, manifest.line, what, operation, ADMITTED, patch=patch)
+        return row(WARNED, policies, "; ".join(warnings), patch)
+    return row(ADMITTED, patch=patch)
 
 
 def _policy(text: str) -> str:
