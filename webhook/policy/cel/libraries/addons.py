@@ -29,6 +29,16 @@ NOT in the kube-apiserver: a policy using one of these is not portable. Static n
                                                             (readyAt: RFC 3339, when the soak ends or ended;
                                                             a string because cel-expr cannot return a
                                                             timestamp inside a map)
+    addon.hubCanaryGate(configs list, canary map, soak duration, now timestamp) -> map
+                                                            hub_canary_gate on a real hub: canary is {placement:
+                                                            'NAMESPACE/NAME', managementAddOn: the CMA, clusters:
+                                                            [{addon: ManagedClusterAddOn, works: [ManifestWork]}]};
+                                                            the canary placement's configs, install progression
+                                                            and progressDeadline count; the same map
+    addon.placementConflicts(placements list<map>) -> list<string>
+                                                            placement_conflicts: {namespace, name, configs,
+                                                            clusters} per placement; one message per pair that
+                                                            gives a cluster two AddOnTemplates
 
 ``versions`` is a ClusterManagementAddOn ``status`` (``supportedVersions``, ``defaultVersion``). Errors: a
 malformed version where one must be ordered (``changeType``'s ``install``), a malformed status or config entry
@@ -52,9 +62,11 @@ from webhook.ocm import (
     canary_gate,
     classify,
     classify_configs,
+    hub_canary_gate,
     is_addon_version,
     last_known_good_configs,
     placement_changes,
+    placement_conflicts,
     render_configs,
 )
 from webhook.policy.cel.libraries.registry import Namespace, Overload, namespaced, plain
@@ -152,6 +164,21 @@ def configs_text(_addon: Namespace, configs: Any) -> str:
     return _core(lambda: render_configs(_configs(configs)))
 
 
+def _maps(canaries: Any) -> list[dict[str, Any]]:
+    if not isinstance(canaries, list) or not all(isinstance(canary, Mapping) for canary in canaries):
+        raise TypeError("canaries must be a list of maps")
+    return [plain(canary) for canary in canaries]
+
+
+def _plain_duration(soak: datetime.timedelta) -> datetime.timedelta:
+    return datetime.timedelta(soak.days, soak.seconds, soak.microseconds)  # a plain timedelta, whatever came in
+
+
+def _as_map(verdict: CanaryVerdict) -> dict[str, Any]:
+    ready_at = None if verdict.ready_at is None else format_time(verdict.ready_at)
+    return {"allowed": verdict.allowed, "message": verdict.message, "readyAt": ready_at}
+
+
 def _verdict(
     target: str,
     canaries: Iterable[Any],
@@ -159,16 +186,8 @@ def _verdict(
     soak: datetime.timedelta,
     now: datetime.datetime,
 ) -> dict[str, Any]:
-    if not isinstance(canaries, list) or not all(isinstance(canary, Mapping) for canary in canaries):
-        raise TypeError("canaries must be a list of maps")
-    verdict: CanaryVerdict = canary_gate(
-        target,
-        [observe(plain(canary)) for canary in canaries],
-        soak=datetime.timedelta(soak.days, soak.seconds, soak.microseconds),  # a plain timedelta, whatever came in
-        now=now,
-    )
-    ready_at = None if verdict.ready_at is None else format_time(verdict.ready_at)
-    return {"allowed": verdict.allowed, "message": verdict.message, "readyAt": ready_at}
+    observed = [observe(canary) for canary in _maps(canaries)]
+    return _as_map(canary_gate(target, observed, soak=_plain_duration(soak), now=now))
 
 
 def version_canary_gate(
@@ -187,6 +206,28 @@ def config_canary_gate(
     return _core(lambda: _verdict(render_configs(_configs(configs)), canaries, Observation.of_configs, soak, now))
 
 
+def _hub_verdict(configs: Any, canary: Any, soak: datetime.timedelta, now: datetime.datetime) -> dict[str, Any]:
+    found = _map(canary) or {}
+    pairs = [(each.get("addon") or {}, each.get("works") or []) for each in _maps(found.get("clusters") or [])]
+    cma, placement = found.get("managementAddOn") or {}, str(found.get("placement") or "")
+    verdict = hub_canary_gate(_configs(configs) or [], pairs, cma, placement, soak=_plain_duration(soak), now=now)
+    return _as_map(verdict)
+
+
+def hub_gate(
+    _addon: Namespace, configs: Any, canary: Any, soak: datetime.timedelta, now: datetime.datetime
+) -> dict[str, Any]:
+    """``addon.hubCanaryGate(configs, canary, soak, now)``: ``hub_canary_gate`` of ``canary`` =
+    ``{placement: 'NAMESPACE/NAME', managementAddOn: <ClusterManagementAddOn>, clusters: [{addon, works}]}`` (upstream
+    config rollout on a real hub)."""
+    return _core(lambda: _hub_verdict(configs, canary, soak, now))
+
+
+def conflicts(_addon: Namespace, placements: Any) -> list[str]:
+    """``addon.placementConflicts(placements)``: ``placement_conflicts``."""
+    return placement_conflicts(_configs(placements) or [])
+
+
 OVERLOADS: tuple[Overload, ...] = (
     namespaced("addon", "isVersion", is_version, "string", portable=False),
     namespaced("addon", "changeType", change_type, "dyn", "string", portable=False),
@@ -199,4 +240,6 @@ OVERLOADS: tuple[Overload, ...] = (
     namespaced("addon", "renderConfigs", configs_text, "dyn", portable=False),
     namespaced("addon", "canaryGate", version_canary_gate, "string", "list", "duration", "timestamp", portable=False),
     namespaced("addon", "configCanaryGate", config_canary_gate, "dyn", "list", "duration", "timestamp", portable=False),
+    namespaced("addon", "hubCanaryGate", hub_gate, "dyn", "dyn", "duration", "timestamp", portable=False),
+    namespaced("addon", "placementConflicts", conflicts, "list", portable=False),
 )
