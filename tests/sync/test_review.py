@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from tests.sync.conftest import NOW, ROOT, World, git
 from webhook.cli import main
+from webhook.io.forges.fake import FakeGitHub
 from webhook.plan.requests import DEFAULT_APPLIER as ARGOCD
 
 BRANCH = "upgrade-gate/cloudnative-pg"
@@ -286,13 +287,13 @@ def test_a_deleted_revision_is_pruned_and_a_renamed_file_is_no_change(world: Wor
     code, out, err = review(world, "--base", "origin/main", "--head", "HEAD")
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split() == ["VERDICT", "OPERATION", "AS", "OBJECT"]
-    assert lines[1].split() == ["moved", "-", "-", "ClusterExtension", "cloudnative-pg"]
+    assert lines[0].split() == ["VERDICT", "OPERATION", "OBJECT", "AS"]
+    assert lines[1].split() == ["moved", "-", "ClusterExtension", "cloudnative-pg", "-"]
     assert lines[2].strip() == "clusters/prod/extensions/all.yaml:7"  # the document, after the Namespace
     assert " ".join(" ".join(lines[3:5]).split()) == (
         f"moved from {EXTENSION}; the object is unchanged, so applying it makes no request"
     )
-    assert lines[5].split() == ["admitted", "DELETE", "applier", "ClusterExtensionRevision", "cloudnative-pg-1.30.0"]
+    assert lines[5].split() == ["admitted", "DELETE", "ClusterExtensionRevision", "cloudnative-pg-1.30.0", "applier"]
     assert lines[6].strip() == f"{REVISION}:1"
     assert lines[-2].startswith("1 admitted, 1 moved (merge base ")
     assert lines[-1].strip().startswith(f"{ARGOCD})")
@@ -316,9 +317,9 @@ def test_invalid_yaml_is_its_own_row_and_the_rest_is_still_reviewed(world: World
         "clusters/prod/extensions/notes.yaml:1",
         "not a Kubernetes object (apiVersion, kind, metadata.name)",
     ]
-    assert [line.split()[:3] for line in lines if line.startswith(("admitted", "denied"))] == [
-        ["admitted", "CREATE", "applier"],
-        ["admitted", "CREATE", "(approval)"],
+    assert [line.split()[:6] for line in lines if line.startswith(("admitted", "denied"))] == [
+        ["admitted", "CREATE", "ClusterExtensionRevision", "cloudnative-pg-1.30.0", "applier"],
+        ["admitted", "CREATE", "(approval)", "ClusterExtensionRevision", "cloudnative-pg-1.30.0", "alice"],
     ]
 
 
@@ -391,7 +392,7 @@ def test_junit_output_validates_against_the_junit_schema(world: World, tmp_path:
     report = tmp_path / "review.xml"
     code, out, _ = review(world, "--pull", str(number), "-o", "junit", "--output-file", str(report))
     assert code == 1
-    assert out.splitlines()[0].split() == ["VERDICT", "OPERATION", "AS", "OBJECT"]
+    assert out.splitlines()[0].split() == ["VERDICT", "OPERATION", "OBJECT", "AS"]
     xmlschema.XMLSchema(JUNIT_XSD).validate(report)
     [suite] = ET.parse(report).getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
@@ -517,3 +518,87 @@ def test_a_managed_cluster_add_on_update_is_reviewed_in_its_cluster_namespace(wo
             "supported versions: v1, v2",
         }
     ]
+
+
+def comments(world: World, number: int) -> list[str]:
+    """The bodies of pull request ``number``'s comments (GitHub issue comments, GitLab notes), oldest first."""
+    forge = world.forge
+    listed = forge.comments if isinstance(forge, FakeGitHub) else forge.notes  # type: ignore[attr-defined]
+    return [str(c["body"]) for c in listed.get(number, [])]
+
+
+def test_the_job_summary_gets_the_review_in_markdown_linked_to_the_deciding_line(world: World, tmp_path: Path) -> None:
+    number = reviewed(world, "bob")
+    summary = tmp_path / "step-summary.md"
+    summary.write_text("an earlier step's summary\n")
+    code, out, _ = review(world, "--pull", str(number), "-o", "json", env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert code == 1 and json.loads(out)["passed"] is False  # -o json as asked; the summary in addition
+    text = summary.read_text()
+    assert text.startswith("an earlier step's summary\n### ")
+    head_sha = git(world.human, "rev-parse", "HEAD").strip()
+    # GitHub's blob URL of a line: https://github.com/OWNER/REPO/blob/SHA/PATH#LN, from the pull request's html_url
+    link = f"https://github.invalid/example-org/clusters/blob/{head_sha}/{REVISION}#L"
+    assert f"{link}{line_of(world, REVISION, 'approved: true')})" in text
+    assert f'**{APPROVAL}**: user "bob" may not approve' in text
+
+
+def test_comment_posts_one_comment_updated_in_place(forge_world: World) -> None:
+    world = forge_world
+    number = reviewed(world, "bob")
+    world.forge.comment(number, "carol", "looks fine to me")
+    code, out, err = review(world, "--pull", str(number), "--comment")
+    assert (code, err) == (1, "upgrade-gate: 1 of 2 review results fail\n")
+    assert out.startswith("VERDICT")
+    first = comments(world, number)
+    assert len(first) == 2 and first[0] == "looks fine to me"
+    assert first[1].startswith("<!-- upgrade-gate:review -->\n### ❌ upgrade-gate review: 1 of 2 results fail")
+    # a line's web URL: GitHub https://HOST/OWNER/REPO/blob/SHA/PATH#LN, GitLab https://HOST/GROUP/PROJECT/-/blob/...
+    web = "https://github.invalid/example-org/clusters/blob/"
+    if not isinstance(world.forge, FakeGitHub):
+        web = "https://gitlab.invalid/example-org/clusters/-/blob/"
+    head_sha = git(world.human, "rev-parse", "HEAD").strip()
+    assert f"]({web}{head_sha}/{REVISION}#L{line_of(world, REVISION, 'approved: true')})" in first[1]
+    world.forge.approve(number, "alice")
+    assert review(world, "--pull", str(number), "--comment")[0] == 0
+    second = comments(world, number)
+    assert len(second) == 2 and second[0] == "looks fine to me"
+    assert "passed" in second[1].splitlines()[1]
+
+
+def test_a_comment_a_person_edited_is_repaired_by_the_next_run(world: World) -> None:
+    number = reviewed(world, "alice")
+    review(world, "--pull", str(number), "--comment")
+    [posted] = world.github.comments[number]
+    written = posted["body"]
+    posted["body"] = written.replace("passed", "failed, trust me")
+    assert review(world, "--pull", str(number), "--comment")[0] == 0
+    assert comments(world, number) == [written]
+
+
+@pytest.mark.parametrize("outage", ["rate limit", "down"])
+def test_a_forge_failing_while_commenting_is_one_warning_and_the_next_run_writes_it(world: World, outage: str) -> None:
+    number = reviewed(world, "bob")
+    if outage == "rate limit":
+        world.github.rate_limit(only="comments")
+    else:
+        world.github.outage(503, only="comments")
+    code, out, err = review(world, "--pull", str(number), "--comment")
+    assert code == 1  # the verdicts decide, not the comment
+    assert out.startswith("VERDICT") and out.rstrip().splitlines()[-1].strip().endswith(f"{ARGOCD})")
+    warning, verdicts = err.splitlines()
+    assert warning.startswith("upgrade-gate: github: cannot write the comment <!-- upgrade-gate:review --> on ")
+    assert warning.endswith(" (the verdicts stand; the next review --comment writes it)")
+    assert ("rate limited" if outage == "rate limit" else "HTTP 503") in warning
+    assert verdicts == "upgrade-gate: 1 of 2 review results fail"
+    assert comments(world, number) == []
+    world.github.fail_with = None
+    assert review(world, "--pull", str(number), "--comment")[::2] == (1, "upgrade-gate: 1 of 2 review results fail\n")
+    assert len(comments(world, number)) == 1
+
+
+def test_comment_needs_a_pull_request(world: World) -> None:
+    gate(world)
+    assert review(world, "--base", "origin/main", "--head", "HEAD", "--comment")[::2] == (
+        2,
+        "upgrade-gate: --comment needs --pull N\n",
+    )

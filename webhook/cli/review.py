@@ -1,7 +1,7 @@
 """``upgrade-gate review``: the CI check of a pull request on a GitOps repository.
 
-The table prints one row per request: the verdict, the operation, who sends it (``applier``: the GitOps applier
-the summary line names) and the object, then, indented under it, the file and line that decide, the reason
+The table prints one row per request: the verdict, the operation, the object and who sends it (``applier``: the
+GitOps applier the summary line names), then, indented under it, the file and line that decide, the reason
 (``[<policy>] <message>``) and who may approve; every line fits ``WIDTH`` columns, but for a longer file path.
 JSON and JUnit carry the full text. The Markdown of ``webhook.sync.summary`` is appended to
 ``$GITHUB_STEP_SUMMARY`` when it is set, and written as the pull request's comment with ``--comment``; a failure
@@ -14,6 +14,7 @@ import datetime
 import os
 import textwrap
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,9 @@ from webhook.sync import (
 
 WIDTH = 100
 """The columns the table fits."""
-_HEADER = ("VERDICT", "OPERATION", "AS", "OBJECT")
+_HEADER = ("VERDICT", "OPERATION", "OBJECT", "AS")
+_LEAST = 20
+"""The least width of the OBJECT and AS columns, which wrap."""
 
 
 @click.command()
@@ -165,7 +168,7 @@ def _publish(options: ReviewOptions, report: ReviewReport, links: CiLinks, *, co
         try:
             post_comment(options, body)
         except UpgradeGateError as error:
-            _warn(f"the review comment of pull request {options.pull} is not written: {_one_line(str(error))}")
+            _warn(f"{_one_line(str(error))} (the verdicts stand; the next review --comment writes it)")
 
 
 def _warn(message: str) -> None:
@@ -190,14 +193,15 @@ def _render(report: ReviewReport, output: str) -> str:
 
 def _table(report: ReviewReport) -> str:
     """The rows as a table ``WIDTH`` columns wide (see the module docstring), and a summary line."""
-    firsts = [(r.verdict, r.operation, _who(report, r), r.object) for r in report.results]
-    widths = [max(len(row[i]) for row in [_HEADER, *firsts]) for i in range(len(_HEADER) - 1)]
+    firsts = [(r.verdict, r.operation, r.object, _who(report, r)) for r in report.results]
+    widths = [max(len(row[i]) for row in [_HEADER, *firsts]) for i in range(len(_HEADER))]
+    room = WIDTH - 2 * (len(widths) - 1) - widths[0] - widths[1]
+    widths[2] = min(widths[2], max(room - _LEAST, _LEAST))
+    widths[3] = max(room - widths[2], _LEAST)
     indent = " " * (widths[0] + 2)
     lines = []
     for row, result in zip([_HEADER, *firsts], [None, *report.results], strict=True):
-        start = "".join(cell.ljust(width + 2) for cell, width in zip(row, widths, strict=False))
-        objects = textwrap.wrap(row[-1], max(WIDTH - len(start), 20), break_on_hyphens=False) or [""]
-        lines += [(start + objects[0]).rstrip(), *(" " * len(start) + line for line in objects[1:])]
+        lines += _wrapped_row(row, widths)
         if result is not None:
             lines.append(indent + (f"{result.file}:{result.line}" if result.line else result.file))
             for detail in (_reason(result), _approvers(result)):
@@ -217,6 +221,21 @@ def _table(report: ReviewReport) -> str:
     )
     lines += textwrap.wrap(footer, WIDTH, subsequent_indent="  ", break_long_words=False)
     return "\n".join(lines) + "\n"
+
+
+def _wrapped_row(cells: Sequence[str], widths: Sequence[int]) -> list[str]:
+    """The lines of one table row, each cell wrapped at blanks to its column's width (a longer word overflows)."""
+    wrapped = [
+        textwrap.wrap(cell, width, break_long_words=False, break_on_hyphens=False) or [""]
+        for cell, width in zip(cells, widths, strict=True)
+    ]
+    height = max(len(cell) for cell in wrapped)
+    return [
+        "  ".join(
+            (cell[i] if i < len(cell) else "").ljust(width) for cell, width in zip(wrapped, widths, strict=True)
+        ).rstrip()
+        for i in range(height)
+    ]
 
 
 def _who(report: ReviewReport, result: Result) -> str:
