@@ -1045,9 +1045,7 @@ def test_the_chart_readme_lists_every_alert_with_its_expression():
 
 
 RUNBOOKS = ROOT / "docs" / "alerts.md"
-DASHBOARD_VARIANT = (
-    "the Grafana dashboard in the monitoring namespace, the alerts with their thresholds and runbooks from values"
-)
+DASHBOARD_VARIANT = "the Grafana dashboard in a folder, the alerts with their thresholds and runbooks from values"
 
 
 def github_anchor(heading: str) -> str:

@@ -22,6 +22,7 @@ from tests.test_chart import (
     CONTROLLER_SERIES,
     DASHBOARD_VARIANT,
     FULLNAME,
+    NAMESPACE,
     TARGET_LABELS,
     VARIANTS,
     WEBHOOK_SERIES,
@@ -136,11 +137,14 @@ def test_the_panels_read_the_chosen_data_source_and_tile_the_grid():
 
 
 def test_the_chart_ships_the_dashboard_unchanged_for_the_grafana_sidecar():
+    values = VARIANTS[DASHBOARD_VARIANT]["values"]
     with helm.Chart.load(CHART) as chart:
-        objects = render(chart, VARIANTS[DASHBOARD_VARIANT]["values"])
+        objects = render(chart, values)
+        elsewhere = render(chart, {**values, "grafana": {**values["grafana"], "namespace": "monitoring"}})
         assert not [o for o in render(chart) if o["kind"] == "ConfigMap"]  # off by default
     configmap = find(objects, "ConfigMap", f"{FULLNAME}-dashboard")
-    assert configmap["metadata"]["namespace"] == "monitoring"
+    assert configmap["metadata"]["namespace"] == NAMESPACE
+    assert find(elsewhere, "ConfigMap", f"{FULLNAME}-dashboard")["metadata"]["namespace"] == "monitoring"
     assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert configmap["metadata"]["annotations"] == {"grafana_folder": "Platform"}
     (name,) = configmap["data"]

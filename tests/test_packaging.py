@@ -218,3 +218,12 @@ def test_kubectl_applies_the_plain_crd_file(apiserver):
     served = yaml.safe_load(_run([*kubectl, "get", "crd", name, "-o", "yaml"], ROOT).stdout)
     assert served["spec"]["versions"] == plain["spec"]["versions"]
     assert plain["metadata"]["labels"].items() <= served["metadata"]["labels"].items()
+
+
+def test_the_ci_example_installs_the_wheel_the_build_makes(dist):
+    (wheel,) = dist.glob("*.whl")
+    workflow = yaml.safe_load((ROOT / "examples" / "ci" / "github-actions.yaml").read_text())
+    (install,) = [s["run"] for s in workflow["jobs"]["review"]["steps"] if s.get("name") == "Install upgrade-gate"]
+    argv = install.split()
+    assert argv[:2] == ["pip", "install"]
+    assert Path(argv[2]).name == wheel.name
