@@ -48,6 +48,11 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     raise SystemExit(code)
 
 
+def warn(message: str) -> None:
+    """Print ``upgrade-gate: warning: <message>`` on stderr, on one line; the command goes on."""
+    click.echo(f"upgrade-gate: warning: {one_line(message)}", err=True)
+
+
 def one_line(message: str) -> str:
     """A multi-line error (a policy set's problems, one per line after a heading) as its first line and first
     problem, and how many more there are."""

@@ -19,6 +19,7 @@ from webhook.cli.common import (
     output_options,
     rendered,
     table,
+    warn,
 )
 from webhook.errors import CatalogError, InputError, InvalidVersion, ManifestError
 from webhook.io import open_catalog
@@ -83,7 +84,7 @@ def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, ou
         extensions = [ClusterExtension(extension.name, extension.source, bundle)]
     for catalog in loaded:
         for problem in catalog.unattributed:
-            click.echo(f"upgrade-gate: warning: {problem}", err=True)
+            warn(str(problem))
     checks = [check_extension(extension, loaded) for extension in extensions]
     output.emit(lambda form: _render(form, checks, loaded))
     failed = [c for c in checks if c.error is not None]
@@ -206,8 +207,7 @@ def _installed(text: str, package: str, catalogs: list[Catalog]) -> InstalledBun
     owner = next((p for p in (c.package_of_bundle(bundle.name) for c in catalogs) if p), None)
     if owner is not None:
         raise InputError(f"--installed {text!r}: bundle {bundle.name} belongs to package {owner}, not {package}")
-    warning = f"--installed bundle {bundle.name} is in no catalog's package {package}"
-    click.echo(f"upgrade-gate: warning: {warning}", err=True)
+    warn(f"--installed bundle {bundle.name} is in no catalog's package {package}")
     return bundle
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, Output, fail, handle_errors, output_options, rendered, table
+from webhook.cli.common import EXIT_NEGATIVE, Output, fail, handle_errors, output_options, rendered, table, warn
 from webhook.errors import ClusterError, InputError
 from webhook.io import Credentials
 from webhook.io.kube import Cluster, LeaseElector, connect
@@ -156,7 +156,7 @@ def _render(
 ) -> None:
     """The report in the format ``output`` (``json``, else the table) on stdout or in ``file`` (``Output``)."""
     for warning in report.warnings:  # a write that failed without failing the cycle (the dashboard)
-        click.echo(f"upgrade-gate: warning: {warning}", err=True)
+        warn(warning)
     Output(output, file).emit(lambda form: _text(report, form, stamp=stamp, previous=previous))
 
 
