@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests import tables
-from webhook.policy.cel.estimate import SATURATED
-from webhook.policy.lint import ExpensiveExpression, lint
+from webhook.policy.cel.estimate import PER_CALL_LIMIT, SATURATED
+from webhook.policy.lint import ExpensiveExpression, PolicyReport, lint
+from webhook.policy.loader import load_policy_set
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _policy(expression: str) -> dict[str, object]:
@@ -54,6 +58,8 @@ def test_lint_reports_an_expression_estimated_above_the_per_expression_limit(tmp
     assert not policy.portable
     assert policy.extensions == ()
     assert policy.expensive == (ExpensiveExpression(nested, SATURATED),)
+    assert policy.failed
+    assert report.failed
     assert policy.expensive[0].message == (
         "may be cancelled at run time: estimated cost 18446744073709551615 exceeds the per-expression limit 1000000"
     )
@@ -66,3 +72,104 @@ def test_lint_keeps_a_cheap_policy_portable(tmp_path: Path) -> None:
     (report,) = lint([tmp_path])
     assert report.policies[0].expensive == ()
     assert report.policies[0].portable
+
+
+def _spec_policy(tmp_path: Path, spec: dict[str, object]) -> PolicyReport:
+    """The report of one ValidatingAdmissionPolicy on ConfigMaps with ``spec``'s fields (a ConfigMap param)."""
+    document = _policy("true")
+    policy_spec = document["spec"]
+    assert isinstance(policy_spec, dict)
+    policy_spec.update({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, **spec})
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
+    (report,) = lint([tmp_path])
+    assert report.errors == ()
+    (policy,) = report.policies
+    return policy
+
+
+def _estimated(tmp_path: Path, expression: str) -> int:
+    """The expression's estimate with every value as large as a request allows (what lint went by before)."""
+    loaded = load_policy_set([tmp_path / "policy.yaml"])
+    (policy,) = loaded.validating_policies
+    return next(v.expression.program.estimated_cost for v in policy.validations if v.expression.text == expression)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(
+            path,
+            id=path.name,
+            marks=[
+                pytest.mark.xfail(
+                    strict=True,
+                    reason="spec.supportedConfigs of the ClusterManagementAddOn (no maxItems in OCM's CRD) is mapped "
+                    "per element: a write with some 100,000 entries costs past the limit, and the policy fails closed",
+                )
+            ]
+            if path.name == "addon-placements.yaml"
+            else [],
+        )
+        for path in sorted((ROOT / "policies").glob("*.yaml"))
+    ],
+)
+def test_the_bundled_policies_lint_clean(path: Path) -> None:
+    """No request can take a deciding expression of theirs past the per-expression limit: their estimates pass it
+    only with the settings, the cluster's objects or the user's groups larger than anything bounds."""
+    (report,) = lint([path])
+    assert report.errors == ()
+    assert [(policy.name, policy.expensive) for policy in report.policies if policy.failed] == []
+    assert not report.failed
+
+
+def test_what_the_requester_does_not_choose_is_named_not_failed(tmp_path: Path) -> None:
+    """A list from the settings (through a composited variable) and the cluster's objects are as large as
+    anything allows only in the open estimate; lint names them and passes the policy."""
+    in_settings = "object.metadata.name in variables.names"
+    listed = "cluster.list('v1', 'ConfigMap').exists(c, c.metadata.name == object.metadata.name)"
+    policy = _spec_policy(
+        tmp_path,
+        {
+            "variables": [{"name": "names", "expression": "params.data.names.split(',')"}],
+            "validations": [{"expression": in_settings}, {"expression": listed}],
+        },
+    )
+    assert _estimated(tmp_path, in_settings) > PER_CALL_LIMIT
+    assert _estimated(tmp_path, listed) > PER_CALL_LIMIT
+    assert (policy.expensive, policy.failed) == ((), False)
+    assert policy.unbounded == ("cluster.list", "params")
+
+
+def test_an_expression_the_request_alone_takes_past_the_limit_fails_through_a_variable(tmp_path: Path) -> None:
+    """Every pair of the object's items: a few thousand of them, a request of some kilobytes, pass the limit."""
+    pairs = "variables.items.all(x, variables.items.all(y, x == y || x != y))"
+    policy = _spec_policy(
+        tmp_path,
+        {"variables": [{"name": "items", "expression": "object.spec.items"}], "validations": [{"expression": pairs}]},
+    )
+    assert [found.expression for found in policy.expensive] == [pairs]
+    assert policy.failed
+
+
+def test_a_message_expression_is_not_counted(tmp_path: Path) -> None:
+    """When a messageExpression fails (cancelled included) the apiserver words the denial as without it: the
+    decision stands, so its cost fails nothing."""
+    message = "string(object.spec.a) + string(object.spec.b) + string(object.spec.c) + string(object.spec.d)"
+    policy = _spec_policy(tmp_path, {"validations": [{"expression": "false", "messageExpression": message}]})
+    (loaded,) = load_policy_set([tmp_path / "policy.yaml"]).validating_policies
+    message_expression = loaded.validations[-1].message_expression
+    assert message_expression is not None
+    assert message_expression.program.estimated_cost > PER_CALL_LIMIT
+    assert (policy.expensive, policy.failed, policy.unbounded) == ((), False, ())
+
+
+def test_the_annotations_of_an_admitted_object_are_a_map_of_bounded_strings(tmp_path: Path) -> None:
+    """``in`` on a map costs 1, and annotations hold 256 KiB in all: the request cannot make this expensive, where
+    the estimate of a dyn ``object`` counted a list as long as a request allows."""
+    acknowledged = (
+        "has(object.metadata.annotations) && 'example.com/ack' in object.metadata.annotations"
+        " && object.metadata.annotations['example.com/ack'] == object.metadata.namespace"
+    )
+    policy = _spec_policy(tmp_path, {"validations": [{"expression": acknowledged}]})
+    assert _estimated(tmp_path, acknowledged) > PER_CALL_LIMIT
+    assert (policy.expensive, policy.unbounded) == ((), ())

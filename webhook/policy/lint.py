@@ -2,31 +2,53 @@
 
 A policy is portable to in-tree ValidatingAdmissionPolicy / MutatingAdmissionPolicy when none of its
 expressions calls an upgrade-gate extension function (``webhook.policy.cel.EXTENSION_FUNCTIONS``: request
-time, cluster lookups, OLM version ranges) and none is estimated to cost more than the apiserver's
-per-expression limit (``expensive``: such an expression may be cancelled at run time, in the apiserver as here;
-``webhook.policy.cel.estimate``); each compiled program says which functions it calls and what it may cost.
-The apiserver creates such policies all the same, so loading them is no error. The report also names the
+time, cluster lookups, OLM version ranges) and none can be cancelled at run time. The report also names the
 expressions another CEL engine evaluates (``fallbacks``: on cel-expr, those nested deeper than cel-cpp's
 parser allows run on cel-python).
+
+Cost (``webhook.policy.cel.estimate``). The apiserver creates a policy whatever its expressions' estimated costs
+and cancels an evaluation that passes ``PerCallLimit`` (1,000,000) at run time (here too); a cancelled
+expression is an error, which the policy's failurePolicy decides. Lint finds the expressions a request can make
+that expensive (``expensive``; the policy then fails lint): each expression that decides (a validation, a match
+condition, an audit annotation, a mutation, and the composited variables they read) is estimated with what the
+requester chooses as large as a 3 MiB request allows (``object``, ``oldObject``, the request's names), the
+metadata of an object as the apiserver decoded (and, for a ValidatingAdmissionPolicy, validated) it
+(``admitted_object``),
+each composited variable with the shape of its expression, and what the requester does not choose (``params``,
+the requesting user, what the extension functions return) at its smallest. An expression that passes the limit
+only with those large is not the request's doing: its report names them (``unbounded``: ``params``,
+``request.userInfo``, ``cluster.list``, ...), as information. A ``messageExpression`` is not estimated: when one
+fails, the apiserver words the denial as if it were unset, and the decision stands.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from webhook.errors import PolicyLoadError
-from webhook.policy.cel import PER_CALL_LIMIT
+from webhook.policy.cel import EXTENSION_FUNCTIONS, PER_CALL_LIMIT
+from webhook.policy.cel.estimate import (
+    ADMISSION_VARIABLES,
+    Shape,
+    admitted_object,
+    bounded,
+    estimate_text,
+    object_of,
+)
 from webhook.policy.documents import policy_files
+from webhook.policy.lexical import blank_strings, read_names
 from webhook.policy.loader import load_policy_set
-from webhook.policy.model import MutatingPolicy, ValidatingPolicy, expressions
+from webhook.policy.model import Expression, MutatingPolicy, ValidatingPolicy, expressions
 
 
 @dataclass(frozen=True, slots=True)
 class ExpensiveExpression:
-    """An expression whose worst-case cost estimate (apiserver cost units) exceeds ``PER_CALL_LIMIT``."""
+    """An expression a request can make cost more than ``PER_CALL_LIMIT`` (its ``estimated_cost``, apiserver cost
+    units, with what the requester does not choose at its smallest)."""
 
     expression: str
     estimated_cost: int
@@ -43,19 +65,27 @@ class ExpensiveExpression:
 @dataclass(frozen=True, slots=True)
 class PolicyReport:
     """One policy: its kind, name, the extension functions it calls, ``fallbacks``: ``<engine>: <expression>``
-    for each expression an engine other than the set's evaluates, and ``expensive``: its expressions (each once)
-    estimated above the per-expression limit. Portable when it calls no extension and none is expensive."""
+    for each expression an engine other than the set's evaluates, ``expensive``: its deciding expressions (each
+    once) a request can make cost more than the per-expression limit, and ``unbounded``: what the requester does
+    not choose (``params``, ``request.userInfo``, extension functions) whose size alone can take one of them
+    past it (information). Portable when it calls no extension and none is expensive; ``failed`` when one is."""
 
     kind: str
     name: str
     extensions: tuple[str, ...]
     fallbacks: tuple[str, ...] = ()
     expensive: tuple[ExpensiveExpression, ...] = ()
+    unbounded: tuple[str, ...] = ()
 
     @property
     def portable(self) -> bool:
-        """True when the kube-apiserver can run the policy unchanged (and never stops it on cost)."""
+        """True when the kube-apiserver can run the policy unchanged (and a request cannot make it stop on cost)."""
         return not self.extensions and not self.expensive
+
+    @property
+    def failed(self) -> bool:
+        """True when a request can make one of its deciding expressions pass the per-expression limit."""
+        return bool(self.expensive)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +95,11 @@ class FileReport:
     file: Path
     policies: tuple[PolicyReport, ...] = ()
     errors: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        """True when the file does not load, or one of its policies failed (``PolicyReport.failed``): exit 1."""
+        return bool(self.errors) or any(policy.failed for policy in self.policies)
 
 
 def lint(paths: Iterable[str | Path]) -> list[FileReport]:
@@ -85,21 +120,7 @@ def lint(paths: Iterable[str | Path]) -> list[FileReport]:
         policies: list[ValidatingPolicy | MutatingPolicy] = [*loaded.validating_policies, *loaded.mutating_policies]
         bindings += [(len(reports), VALIDATING, b.name, b.policy_name) for b in loaded.validating_bindings]
         bindings += [(len(reports), MUTATING, b.name, b.policy_name) for b in loaded.mutating_bindings]
-        reports.append(
-            FileReport(
-                file,
-                tuple(
-                    PolicyReport(
-                        _kind(policy),
-                        policy.name,
-                        tuple(sorted(set(_extensions(policy)))),
-                        tuple(_fallbacks(policy)),
-                        tuple(_expensive(policy)),
-                    )
-                    for policy in policies
-                ),
-            )
-        )
+        reports.append(FileReport(file, tuple(_report(policy) for policy in policies)))
     defined = {(p.kind, p.name) for report in reports for p in report.policies}
     for index, kind, binding, policy_name in bindings:
         if (kind, policy_name) not in defined:
@@ -110,6 +131,18 @@ def lint(paths: Iterable[str | Path]) -> list[FileReport]:
 
 
 VALIDATING, MUTATING = "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"
+
+
+def _report(policy: ValidatingPolicy | MutatingPolicy) -> PolicyReport:
+    costs = _Costs(policy)
+    return PolicyReport(
+        _kind(policy),
+        policy.name,
+        tuple(sorted(set(_extensions(policy)))),
+        tuple(_fallbacks(policy)),
+        tuple(costs.expensive),
+        tuple(sorted(costs.unbounded)),
+    )
 
 
 def _kind(policy: ValidatingPolicy | MutatingPolicy) -> str:
@@ -130,9 +163,103 @@ def _fallbacks(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[str]:
             yield f"{engine}: {expression.text}"
 
 
-def _expensive(policy: ValidatingPolicy | MutatingPolicy) -> Iterator[ExpensiveExpression]:
-    """The policy's distinct expressions whose estimated cost exceeds the per-expression limit."""
-    costs = {expression.text: getattr(expression.program, "estimated_cost", 0) for expression in expressions(policy)}
-    for text, cost in costs.items():
-        if cost > PER_CALL_LIMIT:
-            yield ExpensiveExpression(text, cost)
+#: What the requester does not choose, at its smallest: every string, list and map of it holds one item.
+_SMALLEST = bounded(1)
+#: Reads of what the requester does not choose, beside the extension functions: the name a report gives each.
+_NOT_CHOSEN = {"params": re.compile(r"(?<![\w.])params\b"), "request.userInfo": re.compile(r"\buserInfo\b")}
+
+
+class _Costs:
+    """The deciding expressions of ``policy`` a request can make pass ``PER_CALL_LIMIT`` (``expensive``), and
+    what else takes one past it alone (``unbounded``); see the module's docstring.
+
+    Each expression is estimated in several regimes, each with its composited variables' shapes: ``""`` (all
+    that the requester does not choose at its smallest), ``"*"`` (all of it as large as it may be) and, for each
+    such source the policy reads, that source alone as large as it may be."""
+
+    def __init__(self, policy: ValidatingPolicy | MutatingPolicy) -> None:
+        self.expensive: list[ExpensiveExpression] = []
+        self.unbounded: set[str] = set()
+        seen = admitted_object(validated=isinstance(policy, ValidatingPolicy))
+        texts = [expression.text for expression in expressions(policy)]
+        read = {label for label, pattern in _NOT_CHOSEN.items() if any(pattern.search(blank_strings(t)) for t in texts)}
+        self.regimes = {
+            opened: _Regime.of(seen, opened) for opened in ("", "*", *sorted(read), *sorted(set(_extensions(policy))))
+        }
+        self.sources: dict[str, set[str]] = {}
+        deciding = _deciding(policy)
+        for variable in policy.variables:
+            self.sources[variable.name] = self.add(variable.expression, variable.name, variable.name in deciding)
+        for expression in _deciding_expressions(policy):
+            self.add(expression, None, True)
+
+    def add(self, expression: Expression, name: str | None, deciding: bool) -> set[str]:
+        """Estimate ``expression`` (the variable ``name``'s, if given) in every regime; record it if it decides and
+        passes the limit. Returns what it reads, directly or through variables, that the requester does not
+        choose."""
+        costs = {opened: regime.estimate(expression.text, name) for opened, regime in self.regimes.items()}
+        code = blank_strings(expression.text)
+        sources = {label for label, pattern in _NOT_CHOSEN.items() if pattern.search(code)}
+        sources |= set(getattr(expression.program, "extensions", ())) & EXTENSION_FUNCTIONS
+        for variable in read_names(expression.text):
+            sources |= self.sources.get(variable, set())
+        if not deciding:
+            return sources
+        if costs[""] > PER_CALL_LIMIT:
+            if all(found.expression != expression.text for found in self.expensive):
+                self.expensive.append(ExpensiveExpression(expression.text, costs[""]))
+        elif costs["*"] > PER_CALL_LIMIT:
+            alone = {source for source in sources if costs.get(source, 0) > PER_CALL_LIMIT}
+            self.unbounded |= alone or sources
+        return sources
+
+
+@dataclass(slots=True)
+class _Regime:
+    """The admission variables' shapes and the extension functions' results of one regime (``_Costs``), and the
+    composited variables' shapes estimated so far."""
+
+    variables: dict[str, Shape]
+    results: dict[str, Shape]
+    shapes: dict[str, Shape]
+
+    @classmethod
+    def of(cls, seen: Shape, opened: str) -> _Regime:
+        """``opened``: the source as large as it may be (``*``: every one), the others at their smallest."""
+        request = ADMISSION_VARIABLES["request"]
+        variables = {**ADMISSION_VARIABLES, "object": seen, "oldObject": seen}
+        if opened not in ("*", "params"):
+            variables["params"] = _SMALLEST
+        if opened not in ("*", "request.userInfo"):
+            variables["request"] = object_of({**request.fields, "userInfo": _SMALLEST})
+        results = {} if opened == "*" else dict.fromkeys(EXTENSION_FUNCTIONS - {opened}, _SMALLEST)
+        return cls(variables, results, {})
+
+    def estimate(self, text: str, name: str | None) -> int:
+        """The cost of ``text``; the shape of its value is kept as the variable ``name``'s, if given."""
+        cost, shape = estimate_text(text, {**self.variables, "variables": object_of(self.shapes)}, self.results)
+        if name is not None:
+            self.shapes[name] = shape
+        return cost
+
+
+def _deciding_expressions(policy: ValidatingPolicy | MutatingPolicy) -> list[Expression]:
+    """The expressions whose error the failurePolicy decides: match conditions, validations, audit annotations
+    and mutations (not messages: a failing ``messageExpression`` leaves the denial worded as without it)."""
+    found = [condition.expression for condition in policy.match_conditions]
+    if isinstance(policy, MutatingPolicy):
+        return found + [mutation.expression for mutation in policy.mutations]
+    found += [validation.expression for validation in policy.validations]
+    return found + [annotation.value_expression for annotation in policy.audit_annotations]
+
+
+def _deciding(policy: ValidatingPolicy | MutatingPolicy) -> set[str]:
+    """The composited variables a deciding expression reads, directly or through another such variable."""
+    reads = {variable.name: set(read_names(variable.expression.text)) for variable in policy.variables}
+    found = {name for expression in _deciding_expressions(policy) for name in read_names(expression.text)}
+    pending = list(found)
+    while pending:
+        for name in reads.get(pending.pop(), set()) - found:
+            found.add(name)
+            pending.append(name)
+    return found

@@ -37,11 +37,21 @@ policy loader refuses nothing on an estimate; ``policy lint`` reports each expre
 ``PER_CALL_LIMIT`` (it may be cancelled at run time) and does not call its policy portable.
 
 Modules: ``shapes`` (``Shape``, the request's bounds, ``from_schema``, the admission variables), ``functions``
-(what each operator and library function costs and returns) and ``walk`` (``estimate``, the walk over the tree).
+(what each operator and library function costs and returns), ``walk`` (``estimate``, the walk over the tree) and
+``text`` (``estimate_text``: an expression's text estimated with chosen shapes, for ``policy lint``).
 """
 
-from webhook.policy.cel.estimate.shapes import ADMISSION_VARIABLES, MAX_REQUEST_SIZE_BYTES, Shape, from_schema
-from webhook.policy.cel.estimate.walk import PER_CALL_LIMIT, SATURATED, estimate
+from webhook.policy.cel.estimate.shapes import (
+    ADMISSION_VARIABLES,
+    MAX_REQUEST_SIZE_BYTES,
+    Shape,
+    admitted_object,
+    bounded,
+    from_schema,
+    object_of,
+)
+from webhook.policy.cel.estimate.text import estimate_text
+from webhook.policy.cel.estimate.walk import PER_CALL_LIMIT, SATURATED, estimate, estimate_shape
 
 __all__ = [
     "ADMISSION_VARIABLES",
@@ -49,6 +59,11 @@ __all__ = [
     "PER_CALL_LIMIT",
     "SATURATED",
     "Shape",
+    "admitted_object",
+    "bounded",
     "estimate",
+    "estimate_shape",
+    "estimate_text",
     "from_schema",
+    "object_of",
 ]

@@ -204,6 +204,16 @@ def _conversion(target: Shape | None, args: list[Shape], literals: list[int | No
     return 1, string()
 
 
+def _flatten(target: Shape | None, args: list[Shape], literals: list[int | None]) -> Estimate | None:
+    """``flatten()``: a list of the elements of the target's lists, as many as they hold together (cost 1; with a
+    depth, ``dyn``)."""
+    if target is None or args:
+        return None
+    inner = target.members
+    count = target.size * (inner.size if inner.kind in ("list", "dyn") else 1)
+    return 1, Shape("list", count, inner.members if inner.kind in ("list", "dyn") else inner, minimum=2)
+
+
 _FUNCTIONS: dict[str, Rule] = {
     **dict.fromkeys(("lowerAscii", "upperAscii", "substring", "trim", "jsonpatch.escapeKey"), _string_traversal("s")),
     "url": _string_traversal("scalar"),
@@ -228,6 +238,7 @@ _FUNCTIONS: dict[str, Rule] = {
     "validate": _validate,
     "string": _conversion,
     "bytes": _conversion,
+    "flatten": _flatten,
 }
 _PREDICATES = frozenset(
     {"isGreaterThan", "isLessThan", "isInteger", "hasValue", "allowed", "errored", "isSemver", "isURL", "isFormat"}

@@ -21,7 +21,8 @@ class Shape:
     ``bytes``, ``list``, ``map``, ``object`` (known ``fields``; others are ``element``) or ``dyn``;
     ``size``: the most ``size()`` can be (code points, bytes, elements, entries; 1 for scalars; for ``dyn``
     as a list); ``element``: a list's elements or a map's values (``None``: ``dyn``); ``minimum``: the
-    smallest JSON text of such a value, in bytes, which bounds how many fit in a request.
+    smallest JSON text of such a value, in bytes, which bounds how many fit in a request; ``limit``: for
+    ``dyn``, the most any string, list or map in it holds, at any depth (``None``: what a request allows).
     """
 
     kind: str
@@ -29,16 +30,21 @@ class Shape:
     element: Shape | None = None
     fields: Mapping[str, Shape] = field(default_factory=dict)
     minimum: int = 1
+    limit: int | None = None
 
     @property
     def text_size(self) -> int:
         """The most code points (or bytes) the value has as a string: ``dyn`` may be the longest string."""
-        return _MAX_STRING if self.kind == "dyn" else self.size
+        if self.kind != "dyn":
+            return self.size
+        return _MAX_STRING if self.limit is None else self.limit
 
     @property
     def members(self) -> Shape:
-        """The shape of an element, a map value or a field not declared."""
-        return self.element if self.element is not None else DYN
+        """The shape of an element, a map value or a field not declared (a bounded ``dyn``'s are as bounded)."""
+        if self.element is not None:
+            return self.element
+        return self if self.kind == "dyn" and self.limit is not None else DYN
 
     def select(self, name: str) -> Shape:
         """The shape of field (or map key) ``name``."""
@@ -66,6 +72,11 @@ INT = Shape("scalar", minimum=1)
 BOOL = Shape("scalar", minimum=4)
 DYN = Shape("dyn", _most_items(1))
 """A value of unknown type: any field or element of it is ``dyn`` too."""
+
+
+def bounded(limit: int) -> Shape:
+    """A value of unknown type none of whose strings, lists or maps holds more than ``limit`` (``Shape.limit``)."""
+    return Shape("dyn", limit, limit=limit)
 
 
 def string(max_length: int | None = None) -> Shape:
@@ -168,6 +179,30 @@ _NAMESPACE_SCHEMA: dict[str, Any] = {
     },
 }
 
+#: What the apiserver lets through in an object's metadata whatever its kind (``ValidateObjectMeta``): a namespace
+#: is a DNS label (63 characters), a label value 63 characters, and all annotations together, keys and values,
+#: 256 KiB (``TotalAnnotationSizeLimitB``).
+_LABEL_VALUE, _DNS_LABEL, _ANNOTATIONS = 63, 63, 256 * 1024
+
+
+def admitted_object(*, validated: bool) -> Shape:
+    """``object`` (and ``oldObject``) as an admission policy sees it; fields other than ``metadata``'s are ``dyn``.
+
+    The apiserver decodes a request's object, a custom resource's too, into its ``ObjectMeta`` before any
+    admission, so ``labels`` and ``annotations`` are maps of strings (``in`` on them costs 1), as large as a
+    request allows. A ValidatingAdmissionPolicy sees it after the apiserver ``validated`` it (a
+    MutatingAdmissionPolicy before), so a namespace, a label value and the annotations are as small as
+    ``ValidateObjectMeta`` allows."""
+    if not validated:
+        return object_of({"metadata": object_of({"labels": map_of(string()), "annotations": map_of(string())})})
+    metadata = {
+        "namespace": string(_DNS_LABEL),
+        "labels": map_of(string(_LABEL_VALUE)),
+        "annotations": Shape("map", _ANNOTATIONS, string(_ANNOTATIONS), minimum=2),
+    }
+    return object_of({"metadata": object_of(metadata)})
+
+
 ADMISSION_VARIABLES: Mapping[str, Shape] = {
     "object": DYN,
     "oldObject": DYN,
@@ -183,10 +218,22 @@ ADMISSION_VARIABLES: Mapping[str, Shape] = {
 
 
 def union(first: Shape, second: Shape) -> Shape:
-    """A shape covering both: the larger size, the same kind where they agree, else ``dyn``."""
+    """A shape covering both: the larger size, the same kind where they agree, else ``dyn`` (bounded by the
+    larger of their bounds where both have one, ``bound``)."""
     if first.kind != second.kind:
-        return DYN
+        limits = (bound(first), bound(second))
+        return DYN if None in limits else bounded(max(limit or 0 for limit in limits))
     return first if first.size >= second.size else second
+
+
+def bound(shape: Shape) -> int | None:
+    """The most any string, list or map in a value of ``shape`` holds, at any depth; ``None`` where a request
+    bounds it (``DYN``)."""
+    if shape.kind == "dyn":
+        return shape.limit
+    inner = [*shape.fields.values(), shape.members] if shape.kind in ("list", "map", "object") and shape.size else []
+    limits = [bound(part) for part in inner]
+    return None if None in limits else max([shape.size, *(limit or 0 for limit in limits)])
 
 
 def union_all(shapes: Any) -> Shape | None:

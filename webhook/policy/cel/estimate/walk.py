@@ -36,8 +36,20 @@ def estimate(tree: Node, variables: Mapping[str, Shape] = ADMISSION_VARIABLES, n
     """The worst-case cost of evaluating ``tree`` (a collapsed parse tree that passed ``check``), in cel-go's
     cost units, at most ``SATURATED``. ``variables``: the shapes of the declared variables (others are
     ``dyn``); ``namespaces``: the names that qualify functions (``sets``, ``strings``, ``cluster``, ...)."""
-    cost, _ = _Estimator(frozenset(namespaces)).visit(tree, dict(variables))
-    return min(cost, SATURATED)
+    return estimate_shape(tree, variables, namespaces)[0]
+
+
+def estimate_shape(
+    tree: Node,
+    variables: Mapping[str, Shape] = ADMISSION_VARIABLES,
+    namespaces: Collection[str] = (),
+    results: Mapping[str, Shape] | None = None,
+) -> tuple[int, Shape]:
+    """``estimate``, and the shape of the value ``tree`` evaluates to (what a composited variable of it holds).
+    ``results``: the shapes of what the functions named return, in place of what ``function_cost`` says (their
+    cost stays its)."""
+    cost, shape = _Estimator(frozenset(namespaces), results or {}).visit(tree, dict(variables))
+    return min(cost, SATURATED), shape
 
 
 Scope = dict[str, Shape]
@@ -51,9 +63,10 @@ class _Estimator:
     """One estimate: a recursive walk returning (cost, shape) per node, with the comprehension variables in
     scope. The tree's depth is bounded by the checker (``check.MAX_TREE_DEPTH``)."""
 
-    def __init__(self, namespaces: frozenset[str]) -> None:
+    def __init__(self, namespaces: frozenset[str], results: Mapping[str, Shape]) -> None:
         self.namespaces = namespaces
         self.qualifiers = namespaces | _TYPE_QUALIFIERS
+        self.results = results
 
     def visit(self, node: Node, scope: Scope) -> Estimate:
         rule = node.data
@@ -85,7 +98,8 @@ class _Estimator:
         if qualifier is not None and qualifier not in scope and qualifier in self.qualifiers:
             return 1, DYN  # a qualified name (a type such as net.IP)
         cost, shape = self.visit(operand, scope)
-        typed = shape.kind in ("map", "object")
+        # cel-go charges a typed selection; a field an object's shape does not declare is read as dyn
+        typed = shape.kind == "map" or (shape.kind == "object" and name in shape.fields)
         if node.data == "member_dot_opt":
             return cost + 1, shape.select(name)  # the optional selection function
         return cost + (1 if typed else 0), shape.select(name)
@@ -174,6 +188,7 @@ class _Estimator:
         literals = [_literal_int(argument) for argument in arguments]
         shapes = [shape for _, shape in estimates]
         own, result = function_cost(name, target[1] if target else None, shapes, literals)
+        result = self.results.get(name, result)
         return (target[0] if target else 0) + sum(cost for cost, _ in estimates) + own, result
 
     def optional_map(self, name: str, receiver: Node, arguments: list[Node], scope: Scope) -> Estimate:
