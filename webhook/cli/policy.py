@@ -131,8 +131,7 @@ def _suite_table(results: list[SuiteResult]) -> str:
         if result.error is not None:
             rows.append((result.name, "-", "ERROR", result.error.splitlines()[0]))
         for case in result.cases:
-            detail = "; ".join(case.failures)
-            rows.append((result.name, case.case, "PASS" if case.passed else "FAIL", detail))
+            rows.append((result.name, case.case, case.outcome, case.summary))
     cases = [c for r in results for c in r.cases]
     failed = sum(1 for c in cases if not c.passed) + sum(1 for r in results if r.error)
     summary = f"{len(cases) - sum(1 for c in cases if not c.passed)} passed, {failed} failed"
