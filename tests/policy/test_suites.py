@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import shutil
 from pathlib import Path
 
@@ -255,3 +256,20 @@ def test_a_patched_object_mismatch_is_summarised_at_its_first_differing_field() 
         dataclasses.replace(suite, cases=(dataclasses.replace(case, expect={"patched": wrong}),))
     ).cases
     assert result.summary == "the patched object differs at /spec/approved: expected True, got False"
+
+
+def test_every_shipped_setting_is_customised_above() -> None:
+    document = yaml.safe_load((ROOT / "policies" / "settings.yaml").read_text(encoding="utf-8"))
+    assert set(document["data"]) == set(CUSTOMISED)
+
+
+@pytest.mark.parametrize(("suite", "case"), BUNDLED, ids=[f"{s}: {c}" for s, c in BUNDLED])
+def test_a_bundled_case_states_every_setting_its_policies_read(suite: str, case: str) -> None:
+    """Where the suite's policies read the settings (``params.data.<name>``), each case states every one."""
+    found = SUITES[suite]
+    if not any(path.name == "settings.yaml" for path in found.policies):
+        return  # the suite runs without the settings ConfigMap
+    texts = [path.read_text(encoding="utf-8") for path in found.policies if path.name != "settings.yaml"]
+    read = {name for text in texts for name in re.findall(r"params\.data\.([A-Za-z]+)", text)}
+    stated = next(c for c in found.cases if c.name == case).settings
+    assert read - set(stated) == set()
