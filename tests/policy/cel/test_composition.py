@@ -8,11 +8,12 @@ from typing import cast
 
 import pytest
 
-from webhook.errors import CelEvaluationError
+from webhook.errors import CelCompileError, CelEvaluationError
 from webhook.policy.activation import Activation, LazyVariables
 from webhook.policy.cel import Environment, Program
 from webhook.policy.cel.celexpr.composition import BOUND, VARIABLE_READER, bound_variables, read_variables
 from webhook.policy.cel.environment import backend_named
+from webhook.policy.cel.libraries.optional import Optional
 from webhook.policy.model import Expression, Variable
 from webhook.settings import CEL_ENGINES
 
@@ -177,3 +178,103 @@ def test_cel_expr_reads_an_exclusive_variable_from_python_when_it_fails_in_place
     with pytest.raises(CelEvaluationError) as error:
         program.evaluate(values)
     assert str(error.value) == 'composited variable "slow" fails to evaluate: no such key: missing'
+
+
+def test_has_on_a_variable_reads_it_and_has_on_its_field_tests_the_field() -> None:
+    text = read_variables("has(variables.a) || has( variables . b ) || has(variables.c.d)", bound={"b"})
+    assert text == f"([{READ.format('a')}].size() == 1) || ([{BOUND}b].size() == 1) || has({READ.format('c')}.d)"
+
+
+#: Variables of every kind of outcome for has(): a map, null, a failing one, and typed ones.
+PRESENCE = {
+    "spec": "object.spec",
+    "nothing": "null",
+    "bad": "object.missing",
+    "labels": "{'tier': 'gold'}",
+    "text": "'text'",
+    "numbers": "[1, 2]",
+}
+
+
+@pytest.mark.parametrize("bind", [True, False], ids=["bound", "read"])
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param("has(variables.spec) && has(variables.nothing)", True, id="a variable that evaluates, null too"),
+        pytest.param("has(variables.labels.tier) && !has(variables.labels.other)", True, id="a field of a variable"),
+        pytest.param("true || has(variables.bad)", True, id="a failing variable's error is absorbed"),
+    ],
+)
+def test_has_on_a_variable_is_true_once_it_evaluates(engine: str, bind: bool, source: str, expected: bool) -> None:
+    # composition.go's lazy.MapValue.Find evaluates the variable for cel-go's presence test (kube-apiserver 1.32
+    # decides so: tests/data/oracle/decision_cases.yaml, "has() on a composited variable ...")
+    program, values = compiled(engine, source, PRESENCE, bind=bind)
+    assert backend_named(engine).to_python(program.evaluate(values)) is expected
+
+
+@pytest.mark.parametrize("bind", [True, False], ids=["bound", "read"])
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+def test_has_on_a_failing_variable_is_its_error(engine: str, bind: bool) -> None:
+    program, values = compiled(engine, "has(variables.bad)", PRESENCE, bind=bind)
+    with pytest.raises(CelEvaluationError) as error:
+        program.evaluate(values)
+    assert str(error.value) == 'composited variable "bad" fails to evaluate: no such key: missing'
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        pytest.param("has(variables.text.x)", "1:4: type 'string' does not support field selection", id="has"),
+        pytest.param(
+            "variables.numbers.x == 1", "1:18: type 'list(int)' does not support field selection", id="select"
+        ),
+    ],
+)
+def test_a_field_of_a_variable_is_typed_by_the_variable(engine: str, source: str, message: str) -> None:
+    # kube-apiserver 1.32's messages for such policies (tests/data/oracle/decisions.yaml, "has() on a composited
+    # variable is typed by the variable's expression"): has() is reported at its "(", a selection at its "."
+    with pytest.raises(CelCompileError) as error:
+        compiled(engine, source, PRESENCE, bind=True)
+    assert str(error.value) == message
+
+
+#: Variables whose values are optionals, read by several expressions (so cel-expr reads them through Python).
+OPTIONALS = {
+    "problems": "format.dns1123Label().validate(object.spec.version)",
+    "valid": "format.uuid().validate('123e4567-e89b-12d3-a456-426614174000')",
+    "version": "object.?spec.?version",
+    "uuid": "format.named('uuid')",
+}
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(
+            "variables.problems.value()[0] + '/' + variables.problems.value()[0]",
+            "must not contain dots/must not contain dots",
+            id="a library optional",
+        ),
+        pytest.param(
+            "variables.problems != optional.none() && variables.valid == optional.none()",
+            True,
+            id="compared with optional.none",
+        ),
+        pytest.param(
+            "variables.version.orValue('') + '/' + variables.version.value()", "1.0/1.0", id="an optional selection"
+        ),
+        pytest.param("variables.uuid.value().validate('x').hasValue()", True, id="an optional library value"),
+    ],
+)
+def test_a_variable_holding_an_optional_is_read_as_an_optional(engine: str, source: str, expected: object) -> None:
+    program, values = compiled(engine, source, OPTIONALS, bind=True)
+    assert backend_named(engine).to_python(program.evaluate(values)) == expected
+
+
+@pytest.mark.parametrize("engine", CEL_ENGINES)
+def test_a_variable_holding_an_optional_evaluates_to_one(engine: str) -> None:
+    program, values = compiled(engine, "variables.version", OPTIONALS, bind=True)
+    assert isinstance(program.evaluate(values), Optional)

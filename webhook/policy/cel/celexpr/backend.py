@@ -24,7 +24,7 @@ are not counted. The request's deadline is checked as each evaluation starts and
 ``Budget.settle`` raises it again. The parser nests at most 32 levels (its fixed limit; cel-go's, and ours, is 250):
 a deeper expression is compiled and evaluated by the fallback backend, cel-python (``FallbackExecutable``). Where
 cel-cpp's checker refuses what cel-go accepts (ordering between int, uint and double; ``string(cidr)``), the
-operands are made ``dyn`` and compiled again (``dyn_operands``)."""
+operands are made ``dyn`` and compiled again (``dyn_wraps``)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ import contextlib
 import datetime
 import re
 import threading
+import typing
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, cast
 
@@ -42,15 +43,25 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
 from webhook.policy.cel import values as shared_values
 from webhook.policy.cel.backend import VARIABLES, Backend, Executable, Limits, Values
-from webhook.policy.cel.celexpr.composition import VARIABLE_READER, binding, bound_variables, read_variables
+from webhook.policy.cel.celexpr.composition import (
+    VARIABLE_READER,
+    binding,
+    bound_variables,
+    optional_variables,
+    read_variables,
+)
 from webhook.policy.cel.celexpr.functions import ACTIVATION, BUDGET, declarations, extension
-from webhook.policy.cel.celexpr.types import LibraryTypes
+from webhook.policy.cel.celexpr.optionals import OPTIONAL_TYPE, optional_wraps, to_list
+from webhook.policy.cel.celexpr.rewrite import Wrap, wrapped
+from webhook.policy.cel.celexpr.types import LibraryTypes, return_annotation
 from webhook.policy.cel.celexpr.values import decoded, from_expr, plain_json, to_expr
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
 from webhook.policy.cel.frontend.check import FrontEnd, Signatures, front_end, uses_optionals
 from webhook.policy.cel.frontend.standard import STANDARD
 from webhook.policy.cel.frontend.tree import Node
+from webhook.policy.cel.frontend.variables import check_variable_selections
 from webhook.policy.cel.libraries import optional
+from webhook.policy.cel.libraries.optional import Optional
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 from webhook.policy.lexical import read_names
 
@@ -83,16 +94,15 @@ _COMPILE_MESSAGES = (
 _CACHED_ACTIVATIONS = 8
 #: The activation's name of the param; absent for a policy without a paramKind (``activation.activation``).
 PARAMS = "params"
-#: cel-cpp's optional types (syntax and library), for the expressions that use them (``uses_optionals``): its
-#: planner turns every ``x.orValue(y)`` into an optional step, which breaks the library optionals of
-#: ``format.named`` and ``<Format>.validate`` (messages, ``types.py``) in the other expressions.
+#: cel-cpp's optional types (syntax and library), for the expressions that use them: the optional syntax or library
+#: (``uses_optionals``, ``_OPTIONAL_MEMBERS``), a library function returning an optional or a read of an optional
+#: variable (``optionals.py``).
 _OPTIONALS = cel.NewEnvConfigFromYaml("extensions:\n  - name: optional\n")
 #: The comprehension macros. A variable bound in cel-cpp (``composition``) is evaluated once per expression that reads
 #: it instead of once per evaluation tuple, which costs less than the reader's calls into Python unless it iterates:
 #: a variable whose expression uses one of these stays read from Python, unless only one expression needs it.
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
-#: The member functions cel-cpp's optional library declares: an expression calling none of them (and using no
-#: optionals) means the same compiled with or without that library (``CelExprExecutable.optional_neutral``).
+#: The member functions cel-cpp's optional library declares (on a ``dyn`` receiver, a variable holding an optional).
 _OPTIONAL_MEMBERS = frozenset({"hasValue", "value", "or", "orValue"})
 
 
@@ -126,9 +136,9 @@ class CelExprExecutable:
     an evaluation carries a cost budget and its activation for them (``BUDGET``, ``ACTIVATION``); an expression
     that calls none runs in cel-cpp alone, with the request's deadline checked as it starts and ends.
 
-    ``source``: the text compiled; ``optionals``: it uses cel-cpp's optional types; ``optional_neutral``: it uses
-    none and calls no function of cel-cpp's optional library (``_OPTIONAL_MEMBERS``), so it can be bound in an
-    expression that uses them; ``iterates``: it uses a comprehension macro. ``bind`` gives it the same expression
+    ``source``: the text compiled; ``optionals``: it is compiled with cel-cpp's optional types (an expression
+    without them can be bound in one with them); ``optional_result``: its result is an optional, read back through
+    its ``optionals.to_list`` form; ``iterates``: it uses a comprehension macro. ``bind`` gives it the same expression
     with the variables it reads bound in cel-cpp (``composition.bound_variables``), which is evaluated first; an
     evaluation of that form that fails is done again as written, for the apiserver's text of a failing variable (or
     its own budget per variable, past the cost limit); where the form as written then ends without an error, the
@@ -145,7 +155,7 @@ class CelExprExecutable:
         "estimated_cost",
         "extensions",
         "iterates",
-        "optional_neutral",
+        "optional_result",
         "optionals",
         "result_type",
         "source",
@@ -162,8 +172,8 @@ class CelExprExecutable:
         calls_library: bool,
         reads_variables: bool,
         optionals: bool,
-        optional_neutral: bool,
         iterates: bool,
+        listed: Any = None,
     ) -> None:
         self._backend = backend
         self.source = source
@@ -172,11 +182,14 @@ class CelExprExecutable:
         self.calls_library = calls_library
         self.calls_python = calls_library or reads_variables
         self.optionals = optionals
-        self.optional_neutral = optional_neutral
         self.iterates = iterates
         self.extensions = checked.extensions
         self.estimated_cost = checked.estimated_cost
         self.result_type: str | None = type_text(str(expression.return_type()))
+        #: the result is an optional: ``_expression`` is then its ``optionals.to_list`` form (``listed``)
+        self.optional_result = listed is not None
+        if listed is not None:
+            self._expression = listed
         self._bound: Any = None
         self._bound_calls_python = False
 
@@ -217,11 +230,12 @@ class CelExprExecutable:
             BUDGET.reset(token)
             budget.settle()
 
-    @staticmethod
-    def _result(result: Any) -> object:
+    def _result(self, result: Any) -> object:
         value = result.plain_value()
         if type(value) is str and result.type() == cel.Type.ERROR:  # an error's plain value is its text
             raise CelEvaluationError(evaluation_message(value))
+        if self.optional_result:  # the list of zero or one element of ``optionals.to_list``
+            return Optional.of(from_expr(value[0])) if value else Optional.none()
         return from_expr(value)
 
     @staticmethod
@@ -331,6 +345,10 @@ class CelExprBackend:
         self.namespaces: dict[str, Namespace] = {namespace.name: namespace for namespace in namespaces}
         self.signatures = Signatures.of((*declared, *STANDARD, *optional.SYNTAX_OVERLOADS))
         self.types = LibraryTypes(declared)
+        #: the library functions returning an ``Optional`` (``optionals.optional_wraps``)
+        self._optional_functions = frozenset(
+            overload.name for overload in declared if typing.get_origin(return_annotation(overload)) is Optional
+        )
         self._extension = extension(declared, self.types, tuple(self.namespaces.values()))
         declared_names = (declaration.name for declaration in declarations(declared, self.types))
         self._python_functions = frozenset(name.rpartition(".")[2] for name in declared_names)
@@ -363,7 +381,7 @@ class CelExprBackend:
         """See ``backend.Backend.compile``. ``variables.<name>`` compiles to a call of the activation's variable
         reader (``composition.read_variables``), so each variable is read, and evaluated, only when an expression
         needs it. The variables among ``definitions`` that use cel-cpp's optional types as the expression does or
-        are ``optional_neutral`` are also bound in cel-cpp (``CelExprExecutable``) where they are ``exclusive``
+        use none are also bound in cel-cpp (``CelExprExecutable``) where they are ``exclusive``
         (evaluated once either way), or call no Python function and do not iterate: one that calls Python or
         iterates and that other expressions need too is evaluated once and read (its arguments would cross into
         Python, or its iterations run, again in each of them). An expression nested deeper than cel-cpp's parser
@@ -396,21 +414,29 @@ class CelExprBackend:
     ) -> CelExprExecutable:
         checked = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
         tree = checked.tree
-        optionals = uses_optionals(tree)
-        environment = self._environment(frozenset(variables), optionals)
+        check_variable_selections(tree, definitions)
         reads = VARIABLES in variables
-        compiled = source
+        optional_reads = optional_variables(source, definitions) if reads else frozenset()
+        wraps = optional_wraps(tree, self._optional_functions)
+        optionals = uses_optionals(tree) or bool(wraps) or bool(optional_reads) or calls_any(tree, _OPTIONAL_MEMBERS)
+        environment = self._environment(frozenset(variables), optionals)
+        compiled = wrapped(source, wraps)
+
+        def cel_cpp(text: str) -> Any:
+            return environment.compile(read_variables(text, optional=optional_reads) if reads else text)
+
         try:
-            expression = environment.compile(read_variables(source) if reads else source)
+            expression = cel_cpp(compiled)
         except RuntimeError as error:
             message = str(error)
-            compiled = dyn_operands(source, tree) if any(p.search(message) for p in _CEL_CPP_ONLY[1:]) else source
-            if compiled == source:
+            if not any(pattern.search(message) for pattern in _CEL_CPP_ONLY[1:]):
                 raise CelCompileError(compile_message(message)) from None
+            compiled = wrapped(source, [*wraps, *dyn_wraps(tree)])
             try:  # cel-go accepts it: retry with the operands cel-cpp refuses made dyn
-                expression = environment.compile(read_variables(compiled) if reads else compiled)
+                expression = cel_cpp(compiled)
             except RuntimeError:
                 raise CelCompileError(compile_message(message)) from None
+        optional_result = type_text(str(expression.return_type())).startswith(OPTIONAL_TYPE)
         executable = CelExprExecutable(
             self,
             compiled,
@@ -420,22 +446,23 @@ class CelExprBackend:
             calls_library=calls_any(tree, self._python_functions),
             reads_variables=reads and bool(read_names(compiled)),
             optionals=optionals,
-            optional_neutral=not optionals and not calls_any(tree, _OPTIONAL_MEMBERS),
             iterates=calls_any(tree, _COMPREHENSIONS),
+            listed=cel_cpp(to_list(compiled)) if optional_result else None,
         )
         bindable = {
             name: definition
             for name, definition in (definitions or {}).items()
             if isinstance(definition, CelExprExecutable)
-            and (definition.optionals == optionals or definition.optional_neutral)
+            and (optionals or not definition.optionals)
             and (name in exclusive or (not definition.calls_library and not definition.iterates))
         }
         sources = {name: found.source for name, found in bindable.items()}
-        bound_source = bound_variables(compiled, sources) if reads else None
+        bound_source = bound_variables(compiled, sources, optional_reads) if reads else None
         if bound_source is not None:
             calls = any(found.calls_library and binding(name) in bound_source for name, found in bindable.items())
+            evaluated = to_list(bound_source) if optional_result else bound_source
             with contextlib.suppress(RuntimeError):  # deeper than cel-cpp's parser takes: read them all from Python
-                executable.bind(environment.compile(bound_source), bound_source, calls)
+                executable.bind(environment.compile(evaluated), bound_source, calls)
         return executable
 
     def type_check(self, source: str, variables: Collection[str], limits: Limits) -> str | None:
@@ -541,23 +568,20 @@ def type_text(name: str) -> str:
     return "".join(words).replace("<", "(").replace(">", ")")
 
 
-def dyn_operands(source: str, tree: Node) -> str:
-    """``source`` with the right operand of every ``<``, ``<=``, ``>``, ``>=`` and the argument of every one-argument
-    ``string()`` wrapped in ``dyn()``: what cel-go type-checks (cross-type numeric ordering, ``string(cidr)``)
-    and cel-cpp's checker refuses (``_CEL_CPP_ONLY``); cel-cpp's runtime then evaluates them as cel-go does."""
-    spans: list[tuple[int, int]] = []
+def dyn_wraps(tree: Node) -> list[Wrap]:
+    """``dyn()`` around the right operand of every ``<``, ``<=``, ``>``, ``>=`` and the argument of every one-argument
+    ``string()`` (``rewrite.wrapped``): what cel-go type-checks (cross-type numeric ordering, ``string(cidr)``) and
+    cel-cpp's checker refuses (``_CEL_CPP_ONLY``); cel-cpp's runtime then evaluates them as cel-go does."""
+    spans: list[Any] = []
     for node in tree.iter_subtrees():
         if node.data == "relation" and len(node.children) == 2 and node.children[0].data in _ORDERING:
-            spans.append((node.children[1].meta.start_pos, node.children[1].meta.end_pos))
+            spans.append(node.children[1].meta)
         elif node.data == "ident_arg" and str(node.children[0]) == "string" and len(node.children) == 2:
             arguments = node.children[1]
             if len(arguments.children) == 1:
-                spans.append((arguments.meta.start_pos, arguments.meta.end_pos))
-    inserts: dict[int, str] = {}
-    for start, end in spans:
-        inserts[start] = inserts.get(start, "") + "dyn("
-        inserts[end] = ")" + inserts.get(end, "")
-    return "".join(inserts.get(i, "") + char for i, char in enumerate(source)) + inserts.get(len(source), "")
+                spans.append(arguments.meta)
+    # (a literal keyword has no position: nothing to wrap there)
+    return [Wrap.around(span.start_pos, span.end_pos, "dyn(", ")") for span in spans if span.start_pos is not None]
 
 
 def calls_any(tree: Node, names: Collection[str]) -> bool:

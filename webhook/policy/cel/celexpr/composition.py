@@ -19,31 +19,56 @@ its value (a ``cluster.get`` object, say) crosses into cel-cpp once per evaluati
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Collection, Mapping
 
+from webhook.policy.cel.backend import Executable
+from webhook.policy.cel.celexpr.optionals import NAME, OPTIONAL_TYPE, from_list
 from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings, read_names
 
 #: The function that reads one composited variable (``read_variables``).
 VARIABLE_READER = "upgrade_gate_variable"
 #: The prefix of a bound variable's name in cel-cpp (no expression declares or can read such a name).
 BOUND = "upgrade_gate_bound_"
+#: ``has(variables.<name>)`` (the name in group 1) or any other ``variables.<name>`` (group 2).
+_READ = re.compile(rf"(?<![\w.])has\s*\(\s*{VARIABLE_REFERENCE.pattern}\s*\)|{VARIABLE_REFERENCE.pattern}")
 
 
-def read_variables(source: str, bound: Collection[str] = ()) -> str:
+def read_variables(source: str, bound: Collection[str] = (), optional: Collection[str] = ()) -> str:
     """``source`` with each ``variables.<name>`` (outside string literals) as ``VARIABLE_READER("<name>")``, or as
-    the bound name of ``<name>`` if ``<name>`` is in ``bound``.
+    the bound name of ``<name>`` if ``<name>`` is in ``bound``. A reader call of a variable in ``optional`` (whose
+    value is an optional, which crosses from Python as a list) is made a cel-cpp optional (``optionals.from_list``).
 
-    The rewrite keeps everything else, so ``has(variables.x.y)`` still works; ``has(variables.x)`` alone becomes
-    a compile error (has() needs a field selection).
+    The rewrite keeps everything else, so ``has(variables.x.y)`` still tests ``y``. ``has(variables.x)`` becomes
+    ``([<read of x>].size() == 1)``: true once ``x`` evaluates, its error if it fails, as cel-go's presence test
+    on the composited activation's lazy map (``lazy.MapValue.Find`` evaluates the variable); the checker has
+    already refused an undeclared ``x``.
     """
     code = blank_strings(source)
     parts, end = [], 0
-    for found in VARIABLE_REFERENCE.finditer(code):
-        name = found.group(1)
-        parts += [source[end : found.start()], BOUND + name if name in bound else f'{VARIABLE_READER}("{name}")']
+    for found in _READ.finditer(code):
+        tested, name = found.group(1), found.group(1) or found.group(2)
+        read = BOUND + name if name in bound else reader(name, optional)
+        parts += [source[end : found.start()], f"([{read}].size() == 1)" if tested else read]
         end = found.end()
     return "".join(parts) + source[end:]
+
+
+def reader(name: str, optional: Collection[str]) -> str:
+    """The call of ``VARIABLE_READER`` that reads the variable ``name``, as an optional if it is in ``optional``."""
+    call = f'{VARIABLE_READER}("{name}")'
+    return from_list(f"{NAME}variable_{name}", call) if name in optional else call
+
+
+def optional_variables(source: str, definitions: Mapping[str, Executable] | None) -> frozenset[str]:
+    """The composited variables ``source`` reads whose value is an optional (by their result type)."""
+    found = definitions or {}
+    return frozenset(
+        name
+        for name in read_names(source)
+        if name in found and (found[name].result_type or "").startswith(OPTIONAL_TYPE)
+    )
 
 
 def binding(name: str) -> str:
@@ -51,11 +76,12 @@ def binding(name: str) -> str:
     return f"cel.bind({BOUND}{name}, "
 
 
-def bound_variables(source: str, bindable: Mapping[str, str]) -> str | None:
+def bound_variables(source: str, bindable: Mapping[str, str], optional: Collection[str] = ()) -> str | None:
     """``source`` with the variables it reads (also through other variables) that are in ``bindable`` (name ->
     the variable's expression, in declaration order: the bindable ones, see the module docstring) bound in
     cel-cpp, and each other variable it reads more than once bound to one ``VARIABLE_READER`` call (a read of a
-    large value, a ``cluster.get`` result, converts all of it each time); ``None`` if there is nothing to bind."""
+    large value, a ``cluster.get`` result, converts all of it each time); ``None`` if there is nothing to bind.
+    ``optional``: the variables whose values are optionals (``read_variables``)."""
     if BOUND in source:  # a name of ours written in the expression (a comprehension variable): leave it alone
         return None
     needed: set[str] = set()
@@ -79,5 +105,5 @@ def bound_variables(source: str, bindable: Mapping[str, str]) -> str | None:
     for name in reversed([name for name in bindable if name in needed]):
         text = f"{binding(name)}dyn({read_variables(bindable[name], names)}), {text})"
     for name in reversed(read_once):
-        text = f'cel.bind({BOUND}{name}, {VARIABLE_READER}("{name}"), {text})'
+        text = f"cel.bind({BOUND}{name}, {reader(name, optional)}, {text})"
     return text

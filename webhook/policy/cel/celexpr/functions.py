@@ -57,7 +57,7 @@ _CEL_CPP_CONVERSIONS = frozenset(
 )
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 #: The parameter kinds whose arguments may be library value messages (besides the library types themselves).
-_MESSAGE_KINDS = frozenset({"dyn", "optional_type"})
+_MESSAGE_KINDS = frozenset({"dyn"})
 #: Converted objects of the cluster snapshot kept per library function (``LibraryCall._stored``).
 SNAPSHOT_OBJECTS = 1024
 

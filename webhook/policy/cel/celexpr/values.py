@@ -1,9 +1,10 @@
 """The CEL values of the cel-expr backend: plain Python that cel-expr-python takes as activation data.
 
 A CEL value of this backend is ``None bool int float str bytes list dict datetime timedelta``, a library value
-message (``types.LibraryTypes``) or a ``TypeValue``. cel-expr-python converts activation data itself (lazily,
-once per activation and variable); ``to_expr`` only validates and copies (ints must fit int64, as in cel-go),
-encodes library values as their messages, and datetimes (naive ones read as UTC) and timedeltas as
+message (``types.LibraryTypes``), a ``TypeValue`` or an ``Optional`` (an optional result, ``optionals.py``).
+cel-expr-python converts activation data itself (lazily, once per activation and variable); ``to_expr`` only
+validates and copies (ints must fit int64, as in cel-go), encodes library values as their messages and ``Optional``
+values as lists of zero or one element (``optionals.py``), and datetimes (naive ones read as UTC) and timedeltas as
 ``google.protobuf.Timestamp``/``Duration`` messages, the only form its activations take. ``from_expr`` turns
 an evaluation result back (``bytearray`` to ``bytes``, ``cel.Type`` to ``TypeValue``); ``decoded`` turns messages into
 library values for ``to_python``. A ``uint`` result becomes a plain ``int`` (cel-expr-python's
@@ -22,6 +23,7 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
 from webhook.errors import CelEvaluationError
+from webhook.policy.cel.libraries.optional import Optional
 
 if TYPE_CHECKING:
     from webhook.policy.cel.celexpr.types import LibraryTypes
@@ -140,6 +142,8 @@ def _expr(value: object, types: LibraryTypes) -> object:
         return duration
     if types.is_library_value(value):
         return types.encode(value)
+    if isinstance(value, Optional):  # a list of zero or one element, made an optional again in cel-cpp (optionals.py)
+        return [_expr(value.value, types)] if value.present else []
     raise _BadValue(f"a {type(value).__name__} is not a JSON value")
 
 
@@ -193,7 +197,9 @@ def from_expr(value: Any) -> object:
 
 
 def decoded(value: object, types: LibraryTypes) -> object:
-    """``value`` with every library value message (also inside lists and maps) as its library value."""
+    """``value`` with every library value message (also inside lists, maps and optionals) as its library value."""
+    if isinstance(value, Optional):
+        return Optional.of(decoded(value.value, types)) if value.present else value
     if isinstance(value, list):
         return [decoded(item, types) for item in value]
     if isinstance(value, dict):

@@ -25,6 +25,7 @@ from webhook.policy.cel.cost import Budget, check_deadline
 from webhook.policy.cel.frontend.check import FrontEnd, Signatures, front_end
 from webhook.policy.cel.frontend.standard import STANDARD, TYPE_VALUES
 from webhook.policy.cel.frontend.tree import Node
+from webhook.policy.cel.frontend.variables import check_variable_selections
 from webhook.policy.cel.libraries import net, optional, quantity, semver, urls
 from webhook.policy.cel.libraries.registry import Namespace, Overload
 
@@ -157,6 +158,7 @@ class CelPythonBackend:
     ) -> CelPythonExecutable:
         """See ``backend.Backend.compile``."""
         checked = front_end(source, {*variables, *self.namespaces}, self.signatures, limits)
+        check_variable_selections(checked.tree, definitions)
         result_type = self._type_check(source, variables, limits) if self._type_check is not None else None
         return CelPythonExecutable(self, checked, limits.cost_limit, result_type)
 

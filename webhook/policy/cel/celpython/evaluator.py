@@ -9,7 +9,8 @@ Subclasses ``celpy.evaluation.Evaluator`` and replaces what Kubernetes policies 
   scope per comprehension (cel-python's ``map`` has no 3-argument form, and its ``min``/``reduce`` macros
   are gone: ``min`` is the Kubernetes list function);
 * ``||``, ``&&`` and ``?:`` short-circuit with CEL's commutative error absorption (``err || true`` is true);
-* ``has(a.b)`` is an error when ``a`` itself cannot be evaluated (cel-go), not false;
+* ``has(a.b)`` is an error when ``a`` itself cannot be evaluated (cel-go), not false, and so is
+  ``has(variables.x)`` when the composited variable ``x`` fails to evaluate (``lazy.MapValue.Find``);
 * variables resolve in a plain dict (cel-python's package-aware name resolution is not needed and slow);
 * functions resolve in one table; library calls are charged by input size and Python exceptions become
   ``CELEvalError`` values (so ``||``/``&&``/``exists``/``all`` can absorb them).
@@ -263,7 +264,12 @@ class BudgetEvaluator(Evaluator):
             return operand
         field = str(selection.children[1])
         if isinstance(operand, Mapping):
-            return celtypes.BoolType(field in operand)
+            if field not in operand:
+                return celtypes.BoolType(False)
+            # cel-go's presence test reads the entry (``Mapper.Find``): the composited variables' lazy map
+            # evaluates the variable there, so has(variables.x) is its error if it fails
+            found = operand[field]
+            return found if isinstance(found, CELEvalError) else celtypes.BoolType(True)
         return CELEvalError(f"no such overload: has() on {type(operand).__name__}")
 
     def _macro(self, name: str, target: Any, arguments: list[Node]) -> Any:

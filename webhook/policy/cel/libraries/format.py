@@ -6,7 +6,8 @@
     format.labelValue() format.uri() format.uuid() format.byte() format.date() format.datetime() -> Format
     <Format>.validate(string) -> optional<list<string>>   none when valid, else the validation messages
 
-Optionals are ``optional.Optional`` values (``hasValue() value() orValue()``), so Kubernetes' idioms work:
+Optionals are CEL optionals (``optional_type``: ``hasValue() value() orValue() or()``, ``== optional.none()``), so
+Kubernetes' idioms work:
 ``!format.dns1123Label().validate(name).hasValue()``, ``....validate(name).value().join('; ')``,
 ``format.named('uuid').value().validate(x).orValue([])``.
 
@@ -182,13 +183,13 @@ FORMATS: dict[str, Format] = {
 }
 
 
-def named(_namespace: Namespace, name: str) -> Optional:
+def named(_namespace: Namespace, name: str) -> Optional[Format]:
     """``format.named(name)``: the format, or an empty optional for an unknown name."""
     found = FORMATS.get(name)
     return Optional.none() if found is None else Optional.of(found)
 
 
-def validate(format: Format, value: str) -> Optional:
+def validate(format: Format, value: str) -> Optional[list[str]]:
     """``<Format>.validate(value)``: empty when valid, else the list of messages."""
     problems = format.check(value)
     return Optional.of(problems) if problems else Optional.none()

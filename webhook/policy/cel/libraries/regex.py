@@ -5,6 +5,11 @@ regex library (``pkg/cel/library/regex.go``)::
     <string>.find(string) -> string                 the first match, '' if none
     <string>.findAll(string[, int]) -> list<string> all (or at most N; N < 0 all) matches
 
+``findAll`` is Go's ``regexp.FindAllString``: successive non-overlapping matches, where an empty match right
+after the previous match is not reported (``'12 ab'.findAll('[0-9]*')`` is ``['12', '', '', '']``: none at the
+space), and the limit counts reported matches; after an empty match the search resumes one character further
+on. ``find`` is ``FindString`` (the leftmost match, empty or not) and ``matches`` ``MatchString``.
+
 Compiled patterns are cached. An invalid pattern is the error ``error parsing regexp: ...`` (a constant
 pattern is already rejected at compile time by the checker).
 """
@@ -46,11 +51,24 @@ def find(text: str, pattern: str) -> str:
 
 
 def find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
-    """All matches (at most ``limit`` when it is not negative)."""
-    if limit == 0:
-        return []
-    found = [str(match.group(0)) for match in compile_pattern(pattern).finditer(text)]
-    return found if limit < 0 else found[:limit]
+    """All matches (at most ``limit`` when it is not negative), as Go's ``FindAllString`` reports them."""
+    compiled = compile_pattern(pattern)
+    found: list[str] = []
+    position, previous_end = 0, -1
+    while position <= len(text) and (limit < 0 or len(found) < limit):
+        match = compiled.search(text, position)
+        if match is None:
+            break
+        start, end = match.span()
+        if end == position:  # an empty match: reported unless it abuts the previous match; step one character
+            if start != previous_end:
+                found.append("")
+            position += 1
+        else:
+            found.append(str(match.group(0)))
+            position = end
+        previous_end = end
+    return found
 
 
 OVERLOADS: tuple[Overload, ...] = (
