@@ -28,11 +28,11 @@ from webhook.cli.common import (
     Output,
     cel_engine_option,
     fail,
-    json_text,
     junit_suite,
-    junit_text,
     now_option,
     output_options,
+    rendered,
+    warn,
 )
 from webhook.cli.policy import junit_suites
 from webhook.errors import InputError, UpgradeGateError
@@ -136,13 +136,17 @@ def review(
     )
     try:
         report = run_review(options)
-    except UpgradeGateError as error:
-        fail(_one_line(str(error)), EXIT_BAD_INPUT)
+    except UpgradeGateError as error:  # nothing reviewed: bad input, or a pull request the forge does not show
+        fail(str(error), EXIT_BAD_INPUT)
     links = ci_links(os.environ)
     report = replace(report, blob_url=report.blob_url or links.blob_url)
     unwritten = ""
     try:
-        output.emit(lambda form: _render(report, form))
+        output.emit(
+            lambda form: rendered(
+                form, table=lambda: _table(report), document=lambda: to_json(report), junit=lambda: junit(report)
+            )
+        )
     except InputError as error:
         unwritten = str(error)
     _publish(options, report, links, comment=comment)
@@ -162,33 +166,13 @@ def _publish(options: ReviewOptions, report: ReviewReport, links: CiLinks, *, co
             with Path(summary).open("a", encoding="utf-8") as stream:
                 stream.write(render_markdown(report, limit=SUMMARY_LIMIT) + "\n")
         except OSError as error:
-            _warn(f"GITHUB_STEP_SUMMARY {summary}: cannot write: {error.strerror or error}")
+            warn(f"GITHUB_STEP_SUMMARY {summary}: cannot write: {error.strerror or error}")
     if comment:
         body = render_markdown(report, limit=COMMENT_LIMIT, marker=COMMENT_MARKER, details_url=links.details_url)
         try:
             post_comment(options, body)
         except UpgradeGateError as error:
-            _warn(f"{_one_line(str(error))} (the verdicts stand; the next review --comment writes it)")
-
-
-def _warn(message: str) -> None:
-    click.echo(f"upgrade-gate: {message}", err=True)
-
-
-def _one_line(message: str) -> str:
-    """A multi-line error (a policy set's problems) as its first line and first problem."""
-    lines = message.splitlines()
-    if len(lines) <= 2:
-        return " ".join(lines)
-    return f"{lines[0]} {lines[1]} (and {len(lines) - 2} more)"
-
-
-def _render(report: ReviewReport, output: str) -> str:
-    if output == "json":
-        return json_text(to_json(report))
-    if output == "junit":
-        return junit_text(junit(report))
-    return _table(report)
+            warn(f"{error} (the verdicts stand; the next review --comment writes it)")
 
 
 def _table(report: ReviewReport) -> str:
