@@ -79,13 +79,14 @@ def lint_command(paths: tuple[Path, ...], output: Output) -> None:
     """Validate policy files as the kube-apiserver does on create, and say which are portable.
 
     A policy that calls an upgrade-gate extension function (clock.now, cluster.get/list, olm.*) runs only in
-    the upgrade-gate webhook; the others run unchanged as in-tree admission policies, unless an expression's
-    worst-case cost estimate exceeds the apiserver's per-expression limit (1,000,000): it may be cancelled at run
-    time on large enough objects. The table counts such expressions; those of policies that would otherwise be
-    portable are listed after it, and --output json lists them all with their estimates. Every broken file is
-    reported with its file, line, column and field; the others are still listed. A binding whose policyName
-    names no policy in the files linted is reported too. -o junit: a test case per file, failing when it is
-    broken. Exit 1 if any file is broken, 2 if none is found.
+    the upgrade-gate webhook; the others run unchanged as in-tree admission policies. A deciding expression that
+    a request can push past the apiserver's per-expression cost limit (1,000,000) fails its policy: it would be
+    cancelled at run time, and the failurePolicy would decide instead. Each is listed after the table, and
+    --output json gives their estimates, and what a request does not choose (params, the user, lookups) but could
+    still grow past the limit ("unbounded", information only). Every broken file is reported with its file, line,
+    column and field; the others are still listed. A binding whose policyName names no policy in the files linted
+    is reported too. -o junit: a test case per file, failing when it is broken. Exit 1 if any file is broken or
+    any policy fails, 2 if none is found.
     """
     reports = lint(paths)
     if not reports:
@@ -94,7 +95,7 @@ def lint_command(paths: tuple[Path, ...], output: Output) -> None:
     for report in reports:
         for error in report.errors:
             click.echo(error, err=True)
-    if any(r.errors for r in reports):
+    if any(r.failed for r in reports):
         raise SystemExit(EXIT_NEGATIVE)
 
 
@@ -144,7 +145,13 @@ def _suite_document(result: SuiteResult) -> dict[str, Any]:
         "file": str(result.file),
         "error": result.error,
         "cases": [
-            {"case": c.case, "passed": c.passed, "failures": list(c.failures), "seconds": round(c.seconds, 6)}
+            {
+                "case": c.case,
+                "passed": c.passed,
+                "skipped": c.skipped,
+                "failures": list(c.failures),
+                "seconds": round(c.seconds, 6),
+            }
             for c in result.cases
         ],
     }
@@ -185,24 +192,31 @@ def _lint_table(reports: list[FileReport]) -> str:
             if item.fallbacks:
                 notes += f"{'; ' if notes else ''}{len(item.fallbacks)} expression(s) evaluated by cel-python"
             if item.expensive:
-                notes += f"{'; ' if notes else ''}{len(item.expensive)} expression(s) may be cancelled at run time"
+                cancelled = f"{len(item.expensive)} expression(s) may be cancelled at run time"
+                notes += f"{'; ' if notes else ''}{cancelled}{' (FAILED)' if item.failed else ''}"
             rows.append((str(report.file), item.kind, item.name, portable, notes))
     return "\n".join(table(("FILE", "KIND", "NAME", "PORTABLE", "EXTENSIONS"), rows))
 
 
 #: Characters of an expression quoted in a text report line (the JSON report has it whole).
 _QUOTED = 60
+#: What the apiserver does with a request whose evaluation is cancelled, by failurePolicy.
+_CANCELLED = {
+    "Fail": "failurePolicy Fail: such a request is denied",
+    "Ignore": "failurePolicy Ignore: such a request is admitted unchecked, so the policy fails lint",
+}
 
 
 def _expensive_lines(reports: list[FileReport]) -> Iterator[str]:
-    """``<file>: <kind> <name>: <expression>: may be cancelled at run time: ...`` per expensive expression of a
-    policy that calls no extension function (for the others, the table's count says enough)."""
+    """``<file>: <kind> <name>: <expression>: <why it may be cancelled> (<what the failurePolicy then does>)`` per
+    expression a request can push past the cost limit."""
     for report in reports:
         for item in report.policies:
-            for found in item.expensive if not item.extensions else ():
+            then = _CANCELLED.get(item.failure_policy, "")
+            for found in item.expensive:
                 text = " ".join(found.expression.split())
                 quoted = text if len(text) <= _QUOTED else text[: _QUOTED - 3] + "..."
-                yield f"{report.file}: {item.kind} {item.name}: {quoted}: {found.message}"
+                yield f"{report.file}: {item.kind} {item.name}: {quoted}: {found.message} ({then})"
 
 
 def _file_document(report: FileReport) -> dict[str, Any]:
@@ -214,6 +228,9 @@ def _file_document(report: FileReport) -> dict[str, Any]:
                 "kind": p.kind,
                 "name": p.name,
                 "portable": p.portable,
+                "failed": p.failed,
+                "failurePolicy": p.failure_policy,
+                "unbounded": list(p.unbounded),
                 "extensions": list(p.extensions),
                 "fallbacks": list(p.fallbacks),
                 "expensive": [

@@ -9,7 +9,9 @@ parser allows run on cel-python).
 Cost (``webhook.policy.cel.estimate``). The apiserver creates a policy whatever its expressions' estimated costs
 and cancels an evaluation that passes ``PerCallLimit`` (1,000,000) at run time (here too); a cancelled
 expression is an error, which the policy's failurePolicy decides. Lint finds the expressions a request can make
-that expensive (``expensive``; the policy then fails lint): each expression that decides (a validation, a match
+that expensive (``expensive``). With failurePolicy ``Fail`` such a request is denied: the policy still holds, and
+lint reports the expression as information. With ``Ignore`` such a request is admitted unchecked, a way around
+the policy: the policy fails lint. Each expression that decides (a validation, a match
 condition, an audit annotation, a mutation, and the composited variables they read) is estimated with what the
 requester chooses as large as a 3 MiB request allows (``object``, ``oldObject``, the request's names), the
 metadata of an object as the apiserver decoded (and, for a ValidatingAdmissionPolicy, validated) it
@@ -42,7 +44,7 @@ from webhook.policy.cel.estimate import (
 from webhook.policy.documents import policy_files
 from webhook.policy.lexical import blank_strings, read_names
 from webhook.policy.loader import load_policy_set
-from webhook.policy.model import Expression, MutatingPolicy, ValidatingPolicy, expressions
+from webhook.policy.model import FAIL, IGNORE, Expression, MutatingPolicy, ValidatingPolicy, expressions
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +70,8 @@ class PolicyReport:
     for each expression an engine other than the set's evaluates, ``expensive``: its deciding expressions (each
     once) a request can make cost more than the per-expression limit, and ``unbounded``: what the requester does
     not choose (``params``, ``request.userInfo``, extension functions) whose size alone can take one of them
-    past it (information). Portable when it calls no extension and none is expensive; ``failed`` when one is."""
+    past it (information). Portable when it calls no extension and none is expensive; ``failed`` when one is and
+    its ``failure_policy`` is ``Ignore``."""
 
     kind: str
     name: str
@@ -76,6 +79,7 @@ class PolicyReport:
     fallbacks: tuple[str, ...] = ()
     expensive: tuple[ExpensiveExpression, ...] = ()
     unbounded: tuple[str, ...] = ()
+    failure_policy: str = FAIL
 
     @property
     def portable(self) -> bool:
@@ -84,8 +88,9 @@ class PolicyReport:
 
     @property
     def failed(self) -> bool:
-        """True when a request can make one of its deciding expressions pass the per-expression limit."""
-        return bool(self.expensive)
+        """True when a request can make one of its deciding expressions pass the per-expression limit and be
+        admitted for it (failurePolicy ``Ignore``)."""
+        return bool(self.expensive) and self.failure_policy == IGNORE
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +147,7 @@ def _report(policy: ValidatingPolicy | MutatingPolicy) -> PolicyReport:
         tuple(_fallbacks(policy)),
         tuple(costs.expensive),
         tuple(sorted(costs.unbounded)),
+        policy.failure_policy,
     )
 
 
