@@ -225,7 +225,7 @@ def suite_failures(results: Iterable[SuiteResult]) -> list[Result]:
             )
         for case in suite.cases:
             if not case.passed:
-                message = "; ".join(case.failures)
+                message = case.summary
                 rows.append(
                     Result(file, 0, f"{suite.name}: {case.case}", "-", "-", "failed", message, role="policy test")
                 )
