@@ -1,7 +1,7 @@
 """The review's Markdown (``webhook.sync.summary``), a pure function: read back with a CommonMark parser with
-GitHub's table extension (markdown-it-py, which the test extra's import-linter brings through rich), so the
-cells, links and escapes are checked as GitHub reads them; GitHub's 65,536-character comment limit with 500
-rows; the CI links of GitHub Actions and GitLab CI."""
+GitHub's table extension (markdown-it-py, of the test extra), so the cells, links and escapes are checked as
+GitHub reads them; GitHub's 65,536-character comment limit with 500 rows; the CI links of GitHub Actions and
+GitLab CI."""
 
 from __future__ import annotations
 
