@@ -140,6 +140,7 @@ def test_the_ci_example_runs_upgrade_gate_review_with_options_it_has() -> None:
     argv = shlex.split(re.sub(r"\$\{\{[^}]*\}\}", "7", command))
     assert argv[:2] == ["upgrade-gate", "review"]
     context = review.make_context("review", argv[2:])
-    assert (context.params["pull"], context.params["output"]) == (7, "junit")
+    assert (context.params["pull"], context.params["output"], context.params["comment"]) == (7, "junit", True)
+    assert workflow["permissions"]["pull-requests"] == "write", "--comment writes the pull request's comment"
     triggers = workflow[True]  # YAML 1.1 reads the key `on` as true
     assert triggers["pull_request_review"]["types"] == ["submitted", "dismissed"]
