@@ -552,8 +552,9 @@ def test_the_webhook_may_only_read_what_policies_look_up(rendered):
         (group, resource, verb)
         for group, resources in [
             ("olm.operatorframework.io", ["clusterextensionrevisions", "clusterextensions", "clustercatalogs"]),
-            ("addon.open-cluster-management.io", ["managedclusteraddons", "clustermanagementaddons"]),
+            ("addon.open-cluster-management.io", ["managedclusteraddons", "clustermanagementaddons", "addontemplates"]),
             ("cluster.open-cluster-management.io", ["placements", "placementdecisions"]),
+            ("work.open-cluster-management.io", ["manifestworks"]),
             ("", ["namespaces"]),
         ]
         for resource in resources

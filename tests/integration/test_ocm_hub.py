@@ -497,8 +497,8 @@ def test_placements_that_cannot_roll_out_are_refused_with_what_to_fix(hub, webho
             _decide(objects, "canary-again", 0, [CANARY])
             answered(addon, both, denial(
                 f"add-on hello-typo: placements {HUB}/canary ({_rendered('hello-typo-v1')}) and {HUB}/canary-again "
-                f"({_rendered('hello-typo-v2')}) both select {CANARY}: a cluster runs one AddOnTemplate; select each "
-                "cluster in one of them"
+                f"({_rendered('hello-typo-v2')}) both select {CANARY}, which run {HUB}/canary-again's template "
+                "(the later placement wins): make the placements disjoint or name one template"
             ))  # fmt: skip
         finally:
             objects.delete_namespaced_custom_object(*_in(DECISIONS, HUB), decision["metadata"]["name"])

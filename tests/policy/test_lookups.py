@@ -55,12 +55,14 @@ def test_the_bundled_policies_read_the_olm_and_add_on_kinds_and_their_settings_c
     found = cluster_reads(load_policy_set([ROOT / "policies"]))
     assert found == ClusterReads(
         everywhere=(
+            ("addon.open-cluster-management.io/v1alpha1", "AddOnTemplate"),
             ("addon.open-cluster-management.io/v1alpha1", "ClusterManagementAddOn"),
             ("addon.open-cluster-management.io/v1alpha1", "ManagedClusterAddOn"),
             ("cluster.open-cluster-management.io/v1beta1", "PlacementDecision"),
             ("olm.operatorframework.io/v1", "ClusterExtension"),
             ("olm.operatorframework.io/v1", "ClusterExtensionRevision"),
             ("v1", "Namespace"),
+            ("work.open-cluster-management.io/v1", "ManifestWork"),
         ),
         params=(("v1", "ConfigMap", "upgrade-gate-system"),),
         computed=(),

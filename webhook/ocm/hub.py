@@ -10,7 +10,7 @@ condition) and each cluster in its ManagedClusterAddOn (``webhook.ocm.canary.Obs
 
 ``hub_canary_gate`` opens a target config set for the non-canary placements when the canary placement names it,
 its install progression has not failed, and every canary cluster has applied it and stayed healthy for the soak;
-``placement_conflicts`` reports clusters that two placements would give different AddOnTemplates.
+``placement_conflicts`` reports clusters for which two placements name different AddOnTemplates.
 """
 
 from __future__ import annotations
@@ -115,16 +115,20 @@ def hub_canary_gate(
     return canary_gate(wanted, observed, soak=soak, now=now, deadline=progress_deadline(entry))
 
 
-def placement_conflicts(placements: Sequence[Mapping[str, Any]], *, shown: int = 3) -> list[str]:
-    """Clusters that two placements would give different AddOnTemplates, one message per pair of placements.
+def placement_conflicts(placements: Sequence[Mapping[str, Any]], *, canary: str = "", shown: int = 3) -> list[str]:
+    """Clusters that two placements name different AddOnTemplates for, one message per such pair.
 
-    ``placements`` are ``{namespace, name, configs, clusters}`` maps (``clusters``: the names the placement's
-    PlacementDecisions decide). Upstream applies one placement's configs to such a cluster, so which version it
-    runs depends on the order of the placements; the gate refuses that instead. Message::
+    ``placements`` are ``{namespace, name, configs, clusters}`` maps in spec order (``clusters``: the names the
+    placement's PlacementDecisions decide). Upstream (the CRD's ``installStrategy.placements``): "If one cluster
+    belongs to multiple placements, it will only apply the strategy defined later in the order", so such a
+    cluster runs the later placement's template, whatever the earlier one says. That is the canary pattern when
+    the later placement is the ``canary`` placement (``NAMESPACE/NAME``), and is left alone then; any other pair
+    is refused, since the earlier placement's version silently does not reach those clusters (an earlier canary
+    placement would wait for ever for a version its clusters never get). Message::
 
         placements default/a (addon.open-cluster-management.io/addontemplates//hello-v1) and default/b
-        (addon.open-cluster-management.io/addontemplates//hello-v2) both select cluster1, cluster2 and 3 more:
-        a cluster runs one AddOnTemplate; select each cluster in one of them
+        (addon.open-cluster-management.io/addontemplates//hello-v2) both select cluster1, cluster2 and 3 more,
+        which run default/b's template (the later placement wins): make the placements disjoint or name one template
     """
     templated = []
     for placement in placements:
@@ -136,13 +140,13 @@ def placement_conflicts(placements: Sequence[Mapping[str, Any]], *, shown: int =
             templated.append((key, render_configs(templates), set(placement.get("clusters") or ())))
     messages = []
     for index, (key, template, clusters) in enumerate(templated):
-        for other, other_template, other_clusters in templated[index + 1 :]:
-            both = sorted(clusters & other_clusters)
-            if template != other_template and both:
+        for later, later_template, later_clusters in templated[index + 1 :]:
+            both = sorted(clusters & later_clusters)
+            if template != later_template and both and later != canary:
                 more = f" and {len(both) - shown} more" if len(both) > shown else ""
                 messages.append(
-                    f"placements {key} ({template}) and {other} ({other_template}) both select "
-                    f"{', '.join(both[:shown])}{more}: a cluster runs one AddOnTemplate; select each cluster in one "
-                    "of them"
+                    f"placements {key} ({template}) and {later} ({later_template}) both select "
+                    f"{', '.join(both[:shown])}{more}, which run {later}'s template (the later placement wins): make "
+                    "the placements disjoint or name one template"
                 )
     return messages

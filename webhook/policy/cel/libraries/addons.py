@@ -35,10 +35,11 @@ NOT in the kube-apiserver: a policy using one of these is not portable. Static n
                                                             [{addon: ManagedClusterAddOn, works: [ManifestWork]}]};
                                                             the canary placement's configs, install progression
                                                             and progressDeadline count; the same map
-    addon.placementConflicts(placements list<map>) -> list<string>
+    addon.placementConflicts(placements list<map>, canaryPlacement string) -> list<string>
                                                             placement_conflicts: {namespace, name, configs,
-                                                            clusters} per placement; one message per pair that
-                                                            gives a cluster two AddOnTemplates
+                                                            clusters} per placement in spec order; one message
+                                                            per pair naming two AddOnTemplates for a cluster,
+                                                            unless the later one is the canary placement
 
 ``versions`` is a ClusterManagementAddOn ``status`` (``supportedVersions``, ``defaultVersion``). Errors: a
 malformed version where one must be ordered (``changeType``'s ``install``), a malformed status or config entry
@@ -223,9 +224,9 @@ def hub_gate(
     return _core(lambda: _hub_verdict(configs, canary, soak, now))
 
 
-def conflicts(_addon: Namespace, placements: Any) -> list[str]:
-    """``addon.placementConflicts(placements)``: ``placement_conflicts``."""
-    return placement_conflicts(_configs(placements) or [])
+def conflicts(_addon: Namespace, placements: Any, canary: str) -> list[str]:
+    """``addon.placementConflicts(placements, canaryPlacement)``: ``placement_conflicts``."""
+    return placement_conflicts(_configs(placements) or [], canary=canary)
 
 
 OVERLOADS: tuple[Overload, ...] = (
@@ -241,5 +242,5 @@ OVERLOADS: tuple[Overload, ...] = (
     namespaced("addon", "canaryGate", version_canary_gate, "string", "list", "duration", "timestamp", portable=False),
     namespaced("addon", "configCanaryGate", config_canary_gate, "dyn", "list", "duration", "timestamp", portable=False),
     namespaced("addon", "hubCanaryGate", hub_gate, "dyn", "dyn", "duration", "timestamp", portable=False),
-    namespaced("addon", "placementConflicts", conflicts, "list", portable=False),
+    namespaced("addon", "placementConflicts", conflicts, "list", "string", portable=False),
 )
