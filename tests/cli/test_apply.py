@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICIES = ROOT / "policies"
 JUNIT_XSD = ROOT / "tests" / "data" / "junit" / "junit-10.xsd"
 NOW = "2026-06-01T12:00:00Z"
-VAP = "ValidatingAdmissionPolicy '{0}' with binding '{0}' denied request: "
 APPROVAL = "upgrade-gate-revision-approval"
 INTEGRITY = "upgrade-gate-revision-integrity"
 RULE = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}
@@ -83,7 +82,7 @@ def test_an_approval_by_a_non_approver_is_denied_with_the_policys_message(tmp_pa
     manifest = write(tmp_path / "rev.yaml", revision("cloudnative-pg-1.28.0", "1.28.0", approved=True))
     code, out, err = run("-f", str(manifest), "--as", "bob")
     message = (
-        VAP.format(APPROVAL) + 'user "bob" may not approve cloudnative-pg-1.28.0: approvers are members of '
+        'user "bob" may not approve cloudnative-pg-1.28.0: approvers are members of '
         "[upgrade-approvers, platform-admins]"
     )
     header, row, summary = out.splitlines()
@@ -116,7 +115,7 @@ def test_an_object_the_cluster_holds_is_updated_with_it_as_old_object(tmp_path: 
     args = ("-f", str(manifest), "--as", "alice", "--as-group", "upgrade-approvers")
     code, [row] = results(*args, "--cluster-objects", str(tmp_path / "cluster"))
     assert (code, row["operation"], row["verdict"], row["policy"]) == (1, "UPDATE", "denied", APPROVAL)
-    assert row["message"] == VAP.format(APPROVAL) + (
+    assert row["message"] == (
         f"cloudnative-pg-1.28.0 became available at {since}; it may be approved after the 24h soak period, "
         "from 2026-06-02T00:00:00Z"
     )
@@ -140,7 +139,7 @@ def test_lookups_read_the_cluster_objects(tmp_path: Path) -> None:
     proposal = write(tmp_path / "proposal.yaml", revision("cloudnative-pg-2.0.0", "2.0.0"))
     code, [row] = results("-f", str(proposal), "--cluster-objects", str(cluster))
     assert (code, row["operation"], row["verdict"], row["policy"]) == (1, "CREATE", "denied", INTEGRITY)
-    assert row["message"] == VAP.format(INTEGRITY) + (
+    assert row["message"] == (
         "ClusterExtension cloudnative-pg already has the revision cloudnative-pg-1.28.0; update it instead of creating "
         "another"
     )

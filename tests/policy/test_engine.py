@@ -56,6 +56,53 @@ def test_a_denial_without_causes_listed_has_its_message_as_only_cause() -> None:
     assert decision.causes == (decision.message,)
 
 
+_DENIALS = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: labels}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations:
+    - {expression: "has(object.metadata.labels)", message: label it, reason: Forbidden}
+    - {expression: "object.data.size == 'x'"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: labels-everywhere}
+spec: {policyName: labels, validationActions: [Deny]}
+"""
+
+
+@pytest.mark.parametrize("cel_engine", CEL_ENGINES)
+def test_a_denial_carries_its_policy_binding_message_and_whether_it_errored(cel_engine: str) -> None:
+    """The fields the server counts and logs by (the denying policy, a failurePolicy Fail error), beside the texts
+    the API server answers with, which are made from them."""
+    engine = PolicyEngine(load_policy_text(_DENIALS, engine=cel_engine), InMemoryObjectStore([]))
+    request = {
+        "uid": "1",
+        "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+        "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+        "operation": "CREATE",
+        "name": "c",
+        "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}},
+        "userInfo": {"username": "u"},
+    }
+    decision = engine.validate(request)
+    violated, errored = decision.denials
+    assert (violated.policy, violated.binding, violated.message) == ("labels", "labels-everywhere", "label it")
+    assert (violated.errored, errored.errored) == (False, True)
+    assert decision.causes == (violated.text(), errored.text())
+    assert (decision.code, decision.reason, decision.policy, decision.failed_closed) == (
+        403,
+        "Forbidden",
+        "labels",
+        True,
+    )
+    assert errored.message.startswith("expression 'object.data.size == 'x'' resulted in error: ")
+
+
 @pytest.mark.parametrize("cel_engine", CEL_ENGINES)
 def test_expressions_evaluated_together_decide_as_one_by_one(cel_engine: str) -> None:
     """The bundled policies with several validations or mutations each have the one program of them all (the fast

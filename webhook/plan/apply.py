@@ -115,7 +115,8 @@ def _row(manifest: Manifest, what: str, operation: str, admission: Admission) ->
     row = functools.partial(ApplyRow, manifest.file, manifest.line, what, operation)
     decision = admission.validated
     if not decision.allowed:
-        return row(DENIED, _policy(decision.message), decision.message)
+        denial = decision.denials[0] if decision.denials else None
+        return row(DENIED, denial.policy if denial else "", denial.message if denial else decision.message)
     patch = tuple(admission.mutated.patch)
     warnings = (*admission.mutated.warnings, *decision.warnings)
     if warnings:

@@ -18,19 +18,17 @@ Kubernetes object), ``moved`` (an unchanged object in another file: no request) 
 ``changed`` (a manifest the new policies admit and the old ones denied), ``skipped`` (no comparison: the base
 policies do not load) and ``failed`` (a policy test case).
 
-A row points at the line that decides it: the ``approved:`` line of an approval, the version of a version
-change (a revision's ``spec.version``, a ClusterExtension's ``spec.source.catalog.version``, an add-on's
-``installVersion``), else the document's first line. A denial's message is the policy's own: the API server's
-``ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>`` (``policy '<p>' ...``
-for a MutatingAdmissionPolicy) is split into ``policy``, ``binding`` and ``message``. The rows of an approval
-that is not admitted name who may approve: the ``approverGroups`` of the policies' settings and the forge teams
+A row points at the line that decides it: the ``approved:`` line of an approval, the version of a version change (a
+revision's ``spec.version``, a ClusterExtension's ``spec.source.catalog.version``, an add-on's ``installVersion``),
+else the document's first line. A denial's message is the policy's own, its policy and binding beside it
+(``webhook.policy.Denial``), not the API server's wording of the three in one text. The rows of an approval that is
+not admitted name who may approve: the ``approverGroups`` of the policies' settings and the forge teams
 ``policyCheck.teams`` maps to them (``None`` when the settings name no approver group).
 """
 
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -52,11 +50,6 @@ _VERSIONS: Mapping[str, Path] = {
     MANAGED_ADDON_KIND: ("spec", "installVersion"),
 }
 _PLACEMENTS: Path = ("spec", "installStrategy", "placements")
-_DENIAL = re.compile(
-    r"(?:ValidatingAdmissionPolicy|policy) ['\"](?P<policy>[^'\"]*)['\"]"
-    r"(?: with binding '(?P<binding>[^']*)')? denied request: (?P<message>.*)",
-    re.DOTALL,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,16 +155,6 @@ def review(inputs: Review) -> list[Result]:
             decision = prune.admit(request).validated
             results.append(_decided(change.subject, "DELETE", inputs.applier.username, decision))
     return results
-
-
-def _split_denial(message: str) -> tuple[str, str, str]:
-    """``(policy, binding, message)`` of a denial as the API server words it (``ValidatingAdmissionPolicy '<p>'
-    with binding '<b>' denied request: <message>``, ``policy '<p>' with binding '<b>' denied request: ...`` for a
-    MutatingAdmissionPolicy; the binding may be absent); ``("", "", message)`` for any other message."""
-    found = _DENIAL.fullmatch(message)
-    if found is None:
-        return "", "", message
-    return found["policy"], found["binding"] or "", found["message"]
 
 
 def _deciding_path(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> Path:
@@ -354,7 +337,11 @@ def _decided(
 ) -> Result:
     """The row of one evaluated request: ``admitted`` or ``denied``, a denial split into its policy, binding and
     plain message, ``note`` appended to the message."""
-    policy, binding, message = _split_denial(decision.message) if not decision.allowed else ("", "", "")
+    denial = decision.denials[0] if decision.denials and not decision.allowed else None
+    if denial is not None:
+        policy, binding, message = denial.policy, denial.binding or "", denial.message
+    else:
+        policy, binding, message = "", "", "" if decision.allowed else decision.message
     message = "; ".join(m for m in (message, note) if m)
     verdict = "admitted" if decision.allowed else "denied"
     return replace(_row(manifest, operation, user, verdict, message, role=role), policy=policy, binding=binding)

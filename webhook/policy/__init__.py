@@ -1,7 +1,7 @@
 """CEL admission policies with Kubernetes ValidatingAdmissionPolicy / MutatingAdmissionPolicy semantics."""
 
 from webhook.policy.cel import evaluate as evaluate
-from webhook.policy.decision import Decision
+from webhook.policy.decision import Decision, Denial
 from webhook.policy.documents import Source, policy_files, read_sources
 from webhook.policy.engine import Admission, PolicyEngine
 from webhook.policy.lint import FileReport, lint
@@ -15,6 +15,7 @@ __all__ = [
     "Admission",
     "ClusterReads",
     "Decision",
+    "Denial",
     "FileReport",
     "PolicyEngine",
     "PolicySet",

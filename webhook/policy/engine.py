@@ -45,7 +45,7 @@ from webhook.policy.activation import (
     match_conditions,
 )
 from webhook.policy.cel import backend_named, extension_bindings
-from webhook.policy.decision import Decision
+from webhook.policy.decision import Decision, Denial
 from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, Dispatcher, invocations
 from webhook.policy.model import (
     AUDIT,
@@ -62,36 +62,23 @@ from webhook.policy.model import (
 VALIDATION_FAILURE_ANNOTATION = "validation.policy.admission.k8s.io/validation_failure"
 MAX_MESSAGE_BYTES = 5 * 1024
 MAX_AUDIT_VALUE_BYTES = 10 * 1024
-_CODES = {"Unauthorized": 401, "Forbidden": 403, "RequestEntityTooLarge": 413, "Invalid": 422}
-
-
-@dataclass(frozen=True, slots=True)
-class _Denial:
-    policy: str
-    binding: str | None
-    message: str
-    reason: str = ""
-
-    def text(self) -> str:
-        if self.binding is None:
-            return f"ValidatingAdmissionPolicy '{self.policy}' denied request: {self.message}"
-        return f"ValidatingAdmissionPolicy '{self.policy}' with binding '{self.binding}' denied request: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
 class _Failure:
-    """A validation decision with action Deny (a violation, or an error under failurePolicy Fail)."""
+    """A validation decision with action Deny: a violation, or (``errored``) an error under failurePolicy Fail."""
 
     index: int
     message: str
     reason: str = ""
+    errored: bool = False
 
 
 @dataclass(slots=True)
 class _Outcome:
     """What one request's validating tuples produced, gathered as the dispatcher gathers them."""
 
-    denials: list[_Denial] = field(default_factory=list)
+    denials: list[Denial] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
 
@@ -99,17 +86,7 @@ class _Outcome:
         annotations = MappingProxyType(dict(self.annotations))
         if not self.denials:
             return Decision(warnings=tuple(self.warnings), audit_annotations=annotations)
-        first = self.denials[0]
-        reason = first.reason or "Invalid"
-        return Decision(
-            allowed=False,
-            code=_CODES.get(reason, 422),
-            reason=reason,
-            message=first.text(),
-            causes=tuple(denial.text() for denial in self.denials),
-            warnings=tuple(self.warnings),
-            audit_annotations=annotations,
-        )
+        return Decision.denied(self.denials, warnings=self.warnings, audit_annotations=annotations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +158,7 @@ class PolicyEngine:
             policy = cast(ValidatingPolicy, item.policy)
             if isinstance(item, ConfigError):
                 if policy.failure_policy == FAIL:
-                    outcome.denials.append(_Denial(policy.name, _name(item.binding), item.message))
+                    outcome.denials.append(Denial(policy.name, _name(item.binding), item.message, errored=True))
                 continue
             if inputs.namespace_name and inputs.namespace is None:
                 return Decision.namespace_not_found(inputs.namespace_name)
@@ -248,7 +225,7 @@ def _validate_one(
         return
     if isinstance(matched, str):
         if fail:
-            _apply_actions(policy, binding, _Failure(0, matched), outcome)
+            _apply_actions(policy, binding, _Failure(0, matched, errored=True), outcome)
         return
     bind_variables(values, policy.variables)
     known = _known_results(policy, values)
@@ -278,7 +255,7 @@ def _validation_failure(
     value, error = evaluate(validation.expression, values)
     if error is not None:
         text = f"expression '{validation.expression.text}' resulted in error: {error}"
-        return _Failure(index, text) if fail else None
+        return _Failure(index, text, errored=True) if fail else None
     if values.backend.to_python(value) is True:
         return None
     return _Failure(index, _message(validation, values), validation.reason)
@@ -303,7 +280,7 @@ def _message(validation: Validation, values: Activation) -> str:
 def _apply_actions(policy: ValidatingPolicy, binding: ValidatingBinding, failure: _Failure, outcome: _Outcome) -> None:
     for action in binding.validation_actions:
         if action == DENY:
-            outcome.denials.append(_Denial(policy.name, binding.name, failure.message, failure.reason))
+            outcome.denials.append(Denial(policy.name, binding.name, failure.message, failure.reason, failure.errored))
         elif action == WARN:
             outcome.warnings.append(
                 f"Validation failed for ValidatingAdmissionPolicy '{policy.name}' with binding '{binding.name}': "
@@ -353,7 +330,7 @@ def _audit_annotations(
             error = f"expression '{text}' resulted in error: {error}"
         if error is not None:
             if fail:  # the apiserver's text, recorded: no further wrapping (tests/data/oracle/decisions.yaml)
-                outcome.denials.append(_Denial(policy.name, binding.name, error))
+                outcome.denials.append(Denial(policy.name, binding.name, error, errored=True))
             continue
         published = result.strip() if isinstance(result, str) else ""
         if published:

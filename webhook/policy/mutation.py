@@ -29,7 +29,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping, MutableMapping, MutableSequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import jsonpatch
@@ -44,7 +43,7 @@ from webhook.policy.activation import (
     evaluate_together,
     match_conditions,
 )
-from webhook.policy.decision import Decision
+from webhook.policy.decision import Decision, Denial
 from webhook.policy.dispatch import ConfigError, Invocation
 from webhook.policy.initializers import TYPE_KEY
 from webhook.policy.model import APPLY_CONFIGURATION, FAIL, MutatingPolicy, Mutation, Policy
@@ -63,21 +62,6 @@ MERGE_KEYS: Mapping[str, tuple[str, ...]] = {
     "hostAliases": ("ip",),
     "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyError:
-    """A rejected invocation: ``generic.PolicyError``."""
-
-    policy: str
-    binding: str | None
-    message: str
-    reason: str = ""
-
-    def text(self) -> str:
-        if self.binding is None:
-            return f'policy "{self.policy}" denied request: {self.message}'
-        return f"policy '{self.policy}' with binding '{self.binding}' denied request: {self.message}"
 
 
 def mutate(request: Mapping[str, Any], inputs: RequestInputs, found: Iterable[Invocation | ConfigError]) -> Decision:
@@ -101,14 +85,7 @@ def mutate(request: Mapping[str, Any], inputs: RequestInputs, found: Iterable[In
         if position < last_change:
             state.run(cast(Invocation, selected[position]))
     if state.errors:
-        first = state.errors[0]
-        return Decision(
-            allowed=False,
-            code=403,
-            reason=first.reason or "Forbidden",
-            message=first.text(),
-            causes=tuple(error.text() for error in state.errors),
-        )
+        return Decision.denied(state.errors)
     if original is None or state.object == original:
         return Decision()
     return Decision(patch=tuple(json_patch(original, state.object)))
@@ -198,12 +175,12 @@ class _State:
     def __init__(self, obj: Any, inputs: RequestInputs) -> None:
         self.object = obj
         self.inputs = inputs
-        self.errors: list[PolicyError] = []
+        self.errors: list[Denial] = []  # a rejected invocation: ``generic.PolicyError``
 
     def error(self, policy: Policy, binding: str | None, message: str, reason: str) -> None:
         """Keep an error of a ``failurePolicy: Fail`` policy; drop one of an ``Ignore`` policy."""
         if policy.failure_policy == FAIL:
-            self.errors.append(PolicyError(policy.name, binding, message, reason))
+            self.errors.append(Denial(policy.name, binding, message, reason, errored=True, mutating=True))
 
     def run(self, invocation: Invocation) -> bool:
         """Run one invocation's mutations; True if the object changed."""

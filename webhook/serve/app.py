@@ -30,7 +30,6 @@ import asyncio
 import json
 import logging
 import math
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,9 +42,10 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from webhook import logs
 from webhook.errors import DeadlineExceeded, Preempted, ReviewError
+from webhook.policy import Decision
 from webhook.policy.cel import deadline
 from webhook.serve.metrics import CONTENT_TYPE, Metrics
-from webhook.serve.review import Answer, Refusal, Review, parse_review, render_error, render_response
+from webhook.serve.review import Review, parse_review, render_error, render_response
 from webhook.serve.runtime import PolicyRuntime, Snapshot
 from webhook.settings import ServeSettings
 
@@ -60,8 +60,6 @@ VALIDATE, MUTATE = "validate", "mutate"
 # Denial texts of a policy that errored rather than found a violation (apiserver wording, kept by
 # webhook.policy): "expression '...' resulted in error", "failed to configure binding: ...", "... unsupported
 # return type ...". Every mutating denial is an error: mutating policies have no validations.
-_ERRORED = re.compile(r"resulted in error|failed to configure|unsupported return type")
-_POLICY = re.compile(r"^(?:ValidatingAdmissionPolicy|policy) ['\"](?P<policy>[^'\"]+)['\"]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,21 +287,21 @@ def _state() -> State:
     return state
 
 
-def _decide(state: State, review: Review, endpoint: str, *, slice_s: float, started: float) -> Answer:
+def _decide(state: State, review: Review, endpoint: str, *, slice_s: float, started: float) -> Decision:
     """The decision for ``review``, which arrived at ``started`` (``time.monotonic``), within the request deadline
     from then and a time slice of ``slice_s`` (``Preempted`` past it); ``ReviewError`` propagates, any other failure
-    is a ``Refusal``.
+    is a refusal (``Decision.refusal``).
 
     Decided with the runtime's current set; if a reload published a newer set meanwhile, decided again with
     it, so that no answer leaves from a set older than the last one published."""
-    decided: tuple[Snapshot, Answer] | None = None
+    decided: tuple[Snapshot, Decision] | None = None
     while True:
         try:
             snapshot = state.runtime.current()
         except Exception as error:  # adopting the published set failed: deny, as for a failed evaluation
             return _failed(state, review, endpoint, error)
         if snapshot is None:
-            return Refusal("upgrade-gate: no policy set is loaded", code=503, reason="ServiceUnavailable")
+            return Decision.refusal("upgrade-gate: no policy set is loaded", code=503, reason="ServiceUnavailable")
         if decided is not None and decided[0] is snapshot:
             return decided[1]
         decided = snapshot, _evaluate(state, snapshot, review, endpoint, slice_s=slice_s, started=started)
@@ -311,7 +309,7 @@ def _decide(state: State, review: Review, endpoint: str, *, slice_s: float, star
 
 def _evaluate(
     state: State, snapshot: Snapshot, review: Review, endpoint: str, *, slice_s: float, started: float
-) -> Answer:
+) -> Decision:
     admit = snapshot.admitter.mutate if endpoint == MUTATE else snapshot.admitter.validate
     try:
         with deadline(state.settings.request_timeout_s, slice_s, started):
@@ -321,24 +319,24 @@ def _evaluate(
     except DeadlineExceeded as error:
         state.metrics.evaluation_errors.labels(endpoint).inc()
         log.error("evaluation stopped", extra=logs.fields({logs.UID: review.uid, logs.ERROR: str(error)}))
-        return Refusal(f"upgrade-gate: {error}", code=504, reason="Timeout")
+        return Decision.refusal(f"upgrade-gate: {error}", code=504, reason="Timeout")
     except Exception as error:  # a bug in evaluation must deny one request, not kill the worker
         return _failed(state, review, endpoint, error)
 
 
-def _failed(state: State, review: Review, endpoint: str, error: Exception) -> Refusal:
+def _failed(state: State, review: Review, endpoint: str, error: Exception) -> Decision:
     state.metrics.evaluation_errors.labels(endpoint).inc()
     log.exception("evaluation failed", extra=logs.fields({logs.UID: review.uid}))
-    return Refusal(f"upgrade-gate: internal error while evaluating policies: {type(error).__name__}")
+    return Decision.refusal(f"upgrade-gate: internal error while evaluating policies: {type(error).__name__}")
 
 
-def _record(metrics: Metrics, endpoint: str, review: Review, decision: Answer, elapsed: float) -> None:
+def _record(metrics: Metrics, endpoint: str, review: Review, decision: Decision, elapsed: float) -> None:
     """Count, time and log one answered review."""
-    outcome = "allowed" if decision.allowed else "refused" if isinstance(decision, Refusal) else "denied"
-    policy = denying_policy(decision)
+    outcome = "allowed" if decision.allowed else "refused" if decision.refused else "denied"
+    policy = decision.policy
     metrics.requests.labels(endpoint, review.kind, review.operation, outcome).inc()
     metrics.latency.labels(endpoint).observe(elapsed)
-    if policy and failed_closed(decision, mutating=endpoint == MUTATE):
+    if policy and decision.failed_closed:
         metrics.fail_closed.labels(endpoint, policy).inc()
     if not log.isEnabledFor(logging.INFO):  # the line's fields cost more than the rest of the record
         return
@@ -363,19 +361,6 @@ def _record(metrics: Metrics, endpoint: str, review: Review, decision: Answer, e
             }
         ),
     )
-
-
-def denying_policy(decision: Answer) -> str:
-    """The name of the policy whose denial is the response's message; ``""`` if allowed or none named."""
-    found = _POLICY.match(decision.message) if not decision.allowed else None
-    return found.group("policy") if found else ""
-
-
-def failed_closed(decision: Answer, *, mutating: bool) -> bool:
-    """True if ``decision`` denies because a ``failurePolicy: Fail`` policy errored (see ``_ERRORED``)."""
-    if decision.allowed or isinstance(decision, Refusal):
-        return False
-    return mutating or any(_ERRORED.search(cause) for cause in decision.causes or (decision.message,))
 
 
 def _healthz() -> tuple[Response, int]:

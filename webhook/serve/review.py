@@ -12,9 +12,8 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from webhook.errors import ReviewError
@@ -27,28 +26,6 @@ OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 JSON_CONTENT_TYPE = "application/json"
 #: Digits of the largest float64 (about 1.8e308): no Kubernetes number has more.
 MAX_INTEGER_DIGITS = 309
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """A decision made by the webhook itself, not by a policy: ``allowed: false`` with ``code``/``reason``.
-
-    Used when an evaluation fails inside upgrade-gate (an internal error, the request deadline): the webhook
-    fails closed, as a ``failurePolicy: Fail`` webhook that errors does in the apiserver.
-    """
-
-    message: str
-    code: int = 500
-    reason: str = "InternalError"
-    allowed: bool = False
-    causes: Sequence[str] = ()
-    warnings: Sequence[str] = ()
-    audit_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    patch: Sequence[Mapping[str, Any]] = ()
-
-
-Answer = Decision | Refusal
-"""What the HTTP layer answers with: a policy decision, or a refusal by the webhook itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +147,7 @@ def _check_request(request: Mapping[str, Any]) -> None:
             raise ReviewError(f"request.{key} must be an object or null")
 
 
-def render_response(review: Review, decision: Answer, *, mutating: bool) -> dict[str, Any]:
+def render_response(review: Review, decision: Decision, *, mutating: bool) -> dict[str, Any]:
     """The AdmissionReview answering ``review`` with ``decision``, in ``review``'s apiVersion.
 
     ``response``: ``uid``, ``allowed``; ``status`` (``{code, reason, message, details.causes}``) when denied;
