@@ -351,13 +351,14 @@ def denial(text: str) -> str:
     return re.escape(GATE + PLACEMENTS + text)
 
 
-def waits(addon: AddOn, why: str) -> str:
-    """The denial of the fleet's move to v2 while the canary gate is closed for ``why`` (a regular expression)."""
+def held(addon: AddOn, why: str, *, suffix: str = "", timeout: float = 20.0) -> None:
+    """The fleet's move to v2 is denied while the canary gate is closed for ``why`` (text), then ``suffix`` (a
+    regular expression)."""
     head = (
         f"add-on {addon.name} waits for the canary placement {HUB}/canary to run its target for {SOAK}s: placement "
         f"{HUB}/fleet may not move to configs {_rendered(addon.name + '-v2')}: "
     )
-    return denial(head) + why
+    answered(addon, addon.move("fleet", "v2"), denial(head + why) + suffix, timeout=timeout)
 
 
 # --- the tests ----------------------------------------------------------------------------------------------------
@@ -389,21 +390,15 @@ def test_the_hub_prunes_the_install_version_fields_so_the_version_rules_see_noth
 def test_a_template_upgrade_reaches_the_canary_first_and_the_fleet_after_the_soak(hub, webhook):
     with installed(hub, "hello-up", deadline="10m") as addon:
         v1, v2 = _rendered("hello-up-v1"), _rendered("hello-up-v2")
-        answered(addon, addon.move("fleet", "v2"), waits(addon, re.escape(
-            f"the canary placement {HUB}/canary names {v1}, not {v2}: move it first"
-        )))  # fmt: skip
+        held(addon, f"the canary placement {HUB}/canary names {v1}, not {v2}: move it first")
         addon.placements["fleet"] = "hello-up-v1"
         answered(addon, addon.move("canary", "v2"), "")  # the canary placement is never held
 
         addon.progress(CANARY, "v2")
-        answered(addon, addon.move("fleet", "v2"), waits(addon, re.escape(
-            f"canary {CANARY} does not run {v2} successfully (Progressing)"
-        )))  # fmt: skip
+        held(addon, f"canary {CANARY} does not run {v2} successfully (Progressing)")
         addon.work_status(CANARY, healthy=True)  # the agent applied the new work; the addon manager has not noticed
         addon.applied(CANARY, "v2")
-        answered(addon, addon.move("fleet", "v2"), waits(addon, re.escape(
-            f"canaries run {v2} successfully; the soak of {SOAK}s ends at "
-        ) + r"\S+Z"))  # fmt: skip
+        held(addon, f"canaries run {v2} successfully; the soak of {SOAK}s ends at ", suffix=r"\S+Z")
         answered(addon, addon.move("fleet", "v2"), "", timeout=SOAK + 20)
 
 
@@ -411,32 +406,24 @@ def test_a_failing_canary_holds_every_placement_and_says_which_cluster_and_why(h
     with installed(hub, "hello-bad", deadline="10m") as addon:
         answered(addon, addon.move("canary", "v2"), "")
         addon.progress(CANARY, "v2")
+        degraded = f"canary {CANARY} failed: ManifestWork {addon.work} Degraded"
         addon.work_status(CANARY, healthy=False, reason="CrashLoopBackOff", message="hello-bad-agent restarts")
-        answered(addon, addon.move("fleet", "v2"), waits(addon, re.escape(
-            f"canary {CANARY} failed: ManifestWork addon-hello-bad-deploy-0 Degraded (CrashLoopBackOff: "
-            "hello-bad-agent restarts)"
-        )))  # fmt: skip
+        held(addon, f"{degraded} (CrashLoopBackOff: hello-bad-agent restarts)")
         addon.work_status(CANARY, healthy=True)
         addon.failed(CANARY, "work is not ready")
-        answered(addon, addon.move("fleet", "v2"), waits(addon, re.escape(
-            f"canary {CANARY} failed: Progressing Failed: work is not ready"
-        )))  # fmt: skip
+        held(addon, f"canary {CANARY} failed: Progressing Failed: work is not ready")
         # a canary that completed and then turned unhealthy still holds (lastAppliedConfig does not move back)
         addon.applied(CANARY, "v2")
         addon.work_status(CANARY, healthy=False, reason="ProbeFailed", message="readiness probe failed")
-        answered(addon, addon.move("fleet", "v2"), waits(addon, re.escape(
-            f"canary {CANARY} failed: ManifestWork addon-hello-bad-deploy-0 Degraded (ProbeFailed: readiness probe "
-            "failed)"
-        )))  # fmt: skip
+        held(addon, f"{degraded} (ProbeFailed: readiness probe failed)")
 
 
 def test_a_canary_past_its_progress_deadline_has_timed_out(hub, webhook):
     with installed(hub, "hello-slow", deadline="2s") as addon:
         answered(addon, addon.move("canary", "v2"), "")
         addon.progress(CANARY, "v2")
-        timed_out = re.escape(f"canary {CANARY} timed out: progressing since ") + r"\S+Z"
-        timed_out += re.escape(", past the progressDeadline 2s (Progressing)")
-        answered(addon, addon.move("fleet", "v2"), waits(addon, timed_out), timeout=30)
+        timed_out = re.escape(", past the progressDeadline 2s (Progressing)")
+        held(addon, f"canary {CANARY} timed out: progressing since ", suffix=r"\S+Z" + timed_out, timeout=30)
 
 
 def test_a_rollback_to_the_last_known_good_template_needs_its_acknowledgement(hub, webhook):
@@ -457,9 +444,7 @@ def test_a_canary_that_leaves_the_hub_mid_rollout_does_not_leave_the_gate_stuck(
         answered(addon, addon.move("canary", "v2"), "")
         addon.progress(CANARY, "v2")
         objects.delete_namespaced_custom_object(*_in(MCAS, CANARY), addon.name)  # the canary cluster is detached
-        answered(addon, addon.move("fleet", "v2"), waits(addon, re.escape(
-            f"the canary placement {HUB}/canary selects no cluster with this add-on"
-        )))  # fmt: skip
+        held(addon, f"the canary placement {HUB}/canary selects no cluster with this add-on")
         replacement = FLEET[0]
         try:
             _decide(objects, "canary", 0, [replacement])  # the placement controller picks another cluster
