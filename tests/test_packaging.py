@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 import shutil
 import subprocess
@@ -107,6 +108,22 @@ def test_the_installed_wheel_runs_the_bundled_suites_from_another_directory(dist
     results = yaml.safe_load(passed.stdout)
     assert sorted(r["suite"] for r in results) == sorted(s.name for s in load_suites([ROOT / "policies" / "tests"]))
     assert all(case["passed"] for r in results for case in r["cases"])  # as the exit code 0 says
+    # Without ./policies and without --policies, a command reads the installed bundled policies.
+    (elsewhere / "extension.yaml").write_text(
+        "apiVersion: olm.operatorframework.io/v1\nkind: ClusterExtension\nmetadata: {name: argocd}\n"
+        "spec: {namespace: argocd, serviceAccount: {name: installer}, source: {sourceType: Catalog, catalog: "
+        "{packageName: argocd-operator, upgradeConstraintPolicy: SelfCertified}}}\n"
+    )
+    applied = subprocess.run(
+        [script, "apply", "-f", "extension.yaml", "-o", "json"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert applied.returncode == 1, applied.stderr
+    (row,) = json.loads(applied.stdout)["results"]
+    assert row["policy"] == "upgrade-gate-clusterextension-guards"  # bundled in the wheel, found without a path
 
 
 # --- the image ----------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import sysconfig
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,20 @@ from pathlib import Path
 from webhook.errors import InputError
 
 _PREFIX = "UPGRADE_GATE_"
+
+#: Where a wheel or sdist installs the bundled policies, their settings and suites: ``<prefix>/share/upgrade-gate/
+#: policies`` (the ``data-files`` of pyproject.toml; sysconfig's ``data`` path, e.g. ``.venv``).
+INSTALLED_POLICIES = Path(sysconfig.get_path("data")) / "share" / "upgrade-gate" / "policies"
+
+
+def default_policies(cwd: Path | None = None) -> Path:
+    """The policies a command reads when none are given: ``./policies`` (a clone of the repository), else the
+    bundled policies the installation carries (``INSTALLED_POLICIES``), else ``policies`` (whose absence the
+    command then reports)."""
+    local = (cwd or Path.cwd()) / "policies"
+    if not local.exists() and INSTALLED_POLICIES.is_dir():
+        return INSTALLED_POLICIES
+    return Path("policies")
 
 #: The CEL backends (``webhook.policy.cel``; ``--cel-engine``, ``UPGRADE_GATE_CEL_ENGINE``, the chart's
 #: ``webhook.celEngine``): cel-python (pure Python) and cel-expr (cel-cpp through cel-expr-python). The default
@@ -86,13 +101,13 @@ class ServeSettings:
     ``dev_certs``, generated on first run), ``client_ca`` (PEM bundle; when set, clients must present a
     certificate it signed), ``dev_certs`` (``UPGRADE_GATE_DEV_CERTS``, ``certs``).
 
-    Inputs: ``policies`` (``UPGRADE_GATE_POLICIES``, ``policies``: the directory or file of the policy set),
-    ``objects`` (``UPGRADE_GATE_OBJECTS``: manifests that stand in for the cluster; ``None`` = use the cluster
-    when one is configured), ``cluster`` (``UPGRADE_GATE_CLUSTER``: ``auto`` = watch the cluster when running
-    in a pod, ``on`` = watch it (in-cluster, else the kubeconfig; required), ``off``), ``in_pod`` (whether
+    Inputs: ``policies`` (``UPGRADE_GATE_POLICIES``, ``default_policies()``: the directory or file of the policy
+    set), ``objects`` (``UPGRADE_GATE_OBJECTS``: manifests that stand in for the cluster; ``None`` = use the cluster
+    when one is configured), ``cluster`` (``UPGRADE_GATE_CLUSTER``: ``auto`` = watch the cluster when running in a
+    pod, ``on`` = watch it (in-cluster, else the kubeconfig; required), ``off``), ``in_pod`` (whether
     ``KUBERNETES_SERVICE_HOST`` is set), ``kubeconfig`` (``KUBECONFIG``), ``namespace`` (``POD_NAMESPACE``,
-    ``upgrade-gate``: where param ConfigMaps are watched), ``cel_engine`` (``UPGRADE_GATE_CEL_ENGINE``,
-    ``DEFAULT_CEL_ENGINE``: the CEL backend, one of ``CEL_ENGINES``).
+    ``upgrade-gate``: where a param kind is watched when no binding's ``paramRef`` names a namespace),
+    ``cel_engine`` (``UPGRADE_GATE_CEL_ENGINE``, ``DEFAULT_CEL_ENGINE``: the CEL backend, one of ``CEL_ENGINES``).
 
     Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU the container may use, ``usable_cpus``),
     ``threads`` (``UPGRADE_GATE_THREADS``, 4: evaluation threads per worker, for reviews that outlive their time
@@ -155,7 +170,7 @@ class ServeSettings:
             host=_text(env, f"{_PREFIX}HOST", defaults.host),
             port=int(_number(env, f"{_PREFIX}PORT", defaults.port, minimum=1)),
             dev_certs=_path(env, f"{_PREFIX}DEV_CERTS") or defaults.dev_certs,
-            policies=_path(env, f"{_PREFIX}POLICIES") or defaults.policies,
+            policies=_path(env, f"{_PREFIX}POLICIES") or default_policies(),
             objects=_path(env, f"{_PREFIX}OBJECTS"),
             cluster=cluster,
             in_pod=bool(env.get("KUBERNETES_SERVICE_HOST", "").strip()),

@@ -26,6 +26,7 @@ from webhook.errors import InputError
 from webhook.manifests import manifest_files, read_text
 from webhook.plan import APPLY_OPERATIONS, AUTHENTICATED, Apply, ApplyRow, Identity, apply, read_manifests, rfc3339
 from webhook.policy import load_policy_set
+from webhook.settings import default_policies
 
 DEFAULT_USER = "kubernetes-admin"
 """The user of kubeadm's admin kubeconfig, whom ``kubectl apply`` runs as on a fresh cluster."""
@@ -47,11 +48,11 @@ _PATHS = click.Path(exists=True, path_type=Path)
 @click.option(
     "--policies",
     multiple=True,
-    default=["policies"],
-    show_default=True,
+    default=lambda: [str(default_policies())],
     type=_PATHS,
     metavar="DIR|FILE",
-    help="The admission policies, their bindings and param objects (the settings ConfigMap); repeatable.",
+    help="The admission policies, their bindings and param objects (the settings ConfigMap); repeatable.  "
+    "[default: ./policies, else the bundled policies installed with upgrade-gate]",
 )
 @click.option("--as", "as_user", default=DEFAULT_USER, show_default=True, metavar="USER", help="The requesting user.")
 @click.option("--as-group", multiple=True, metavar="GROUP", help="A group of the user (repeatable).")

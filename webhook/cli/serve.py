@@ -19,7 +19,11 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option("--cert", type=_FILE, help="Serving certificate (PEM). Default: development certificates.")
 @click.option("--key", type=_FILE, help="Private key of --cert (PEM).")
 @click.option("--client-ca", type=_FILE, help="Require client certificates signed by this CA bundle (PEM).")
-@click.option("--policies", type=click.Path(path_type=Path), help="Policy directory or file.  [default: policies]")
+@click.option(
+    "--policies",
+    type=click.Path(path_type=Path),
+    help="Policy directory or file.  [default: ./policies, else the bundled policies installed with upgrade-gate]",
+)
 @click.option(
     "--objects", type=click.Path(path_type=Path), help="Manifests that stand in for the cluster (no cluster then)."
 )
