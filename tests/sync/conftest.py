@@ -125,6 +125,16 @@ class World:
     def files(self, ref: str, directory: str = "clusters/prod/revisions") -> list[str]:
         return git(self.remote, "ls-tree", "--name-only", f"{ref}:{directory}").split()
 
+    def approve_on(self, branch: str, revision: str, message: str = "approve") -> None:
+        """A human sets ``approved: true`` in ``revision`` on the proposal ``branch`` and pushes it, then goes back
+        to the branch they were on."""
+        git(self.human, "fetch", "--quiet")
+        git(self.human, "checkout", "--quiet", "-B", "review", f"origin/{branch}")
+        self.write(revision, (self.human / revision).read_text().replace("approved: false", "approved: true"))
+        git(self.human, "commit", "--quiet", "-am", message)
+        git(self.human, "push", "--quiet", "origin", f"HEAD:{branch}")
+        git(self.human, "checkout", "--quiet", "-")
+
     def merge(self, branch: str) -> None:
         """A human merges the proposal branch into main (a merge commit) and pushes."""
         self.pull()

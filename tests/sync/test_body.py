@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from markdown_it import MarkdownIt
+
 from webhook.olm.resolve.successors import Edge
-from webhook.plan.body import render_body
-from webhook.plan.extensions import PROPOSE, Change, FileChange, UpgradeFacts
+from webhook.plan.body import proposed_titles, render_body, render_group_body
+from webhook.plan.extensions import PROPOSE, REMOVE, Change, FileChange, UpgradeFacts
+from webhook.sync.groups import group_change
 
 FACTS = UpgradeFacts(
     package="gpu-operator-certified",
@@ -68,3 +71,43 @@ def test_a_bundle_without_metadata_gets_no_about_section() -> None:
     body = render_body(replace(CHANGE, facts=replace(FACTS, metadata={}, skipped=())), None)
     assert "### About" not in body
     assert "| Skips | no version |" in body.splitlines()
+
+
+REMOVAL = Change(
+    subject="cert-manager",
+    kind=REMOVE,
+    branch="upgrade-gate/cert-manager",
+    title="Remove ClusterExtensionRevision cert-manager-1.17.0",
+    files=(FileChange("clusters/prod/revisions/cert-manager-1.17.0.yaml", None),),
+    from_version="1.17.0",
+    to_version=None,
+    reason="the upgrade to 1.17.0 has completed",
+)
+GROUP = group_change(
+    "cluster/clusters/prod/revisions", "upgrade-gate/cluster/clusters/prod/revisions", [CHANGE, REMOVAL]
+)
+
+
+def test_a_group_body_gives_each_member_what_its_own_pull_request_would_say() -> None:
+    body = render_group_body(GROUP, {"gpu-operator": "would admit approving it today"})
+    own = render_body(CHANGE, "would admit approving it today").split("\nFiles:\n", 1)[0]
+    section = body.split("### Upgrade gpu-operator to 25.10.1\n\n", 1)[1].split("<!-- upgrade-gate:proposes", 1)[0]
+    assert section.rstrip("\n") == own.rstrip("\n")
+    assert "| Policies | would admit approving it today |" in body.splitlines()
+    assert "upgrade-gate removes the ClusterExtensionRevision of **cert-manager**" in body
+    files = body.split("\nFiles:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert files == [
+        "- `clusters/prod/revisions/cert-manager-1.17.0.yaml` (deleted)",
+        "- `clusters/prod/revisions/gpu-operator-25.10.1.yaml` (written)",
+    ]
+    assert "`grouping: per-extension` in `upgrade-gate.yaml` proposes each extension on its own" in body
+
+
+def test_a_group_body_names_the_titles_it_proposes_in_lines_markdown_does_not_show() -> None:
+    body = render_group_body(GROUP, {})
+    assert proposed_titles(body) == (CHANGE.title, REMOVAL.title)
+    tokens = MarkdownIt("commonmark").parse(body)
+    hidden = [t.content.strip() for t in tokens if t.type == "html_block" and "upgrade-gate:proposes" in t.content]
+    assert hidden == [f"<!-- upgrade-gate:proposes {t} -->" for t in (CHANGE.title, REMOVAL.title)]
+    assert not [t for t in tokens if t.type == "inline" and "upgrade-gate:proposes" in t.content], "never shown"
+    assert proposed_titles(render_body(CHANGE, None)) == ()

@@ -151,3 +151,32 @@ def test_a_bad_setting_is_one_error_naming_it(extra: dict[str, Any], error: str)
     with pytest.raises(InputError) as raised:
         parse_config({**BASE, **extra})
     assert str(raised.value) == f"upgrade-gate.yaml: {error}"
+
+
+def test_grouping_defaults_to_per_extension_and_reads_per_cluster() -> None:
+    assert parse_config(BASE).grouping == "per-extension"
+    assert parse_config({**BASE, "revisions": "clusters/prod/revisions", "grouping": "per-cluster"}).grouping == (
+        "per-cluster"
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        ({"grouping": "per-team"}, "grouping: must be one of per-extension, per-cluster, not 'per-team'"),
+        ({"grouping": ["per-cluster"]}, "grouping: must be a non-empty string"),
+        *(
+            (
+                {"grouping": "per-cluster", "revisions": revisions},
+                f"grouping: per-cluster names a branch after revisions, and {revisions!r} cannot be part of a "
+                "branch name",
+            )
+            # git check-ref-format refuses each: a space, a component starting with a dot, "..", ".lock"
+            for revisions in ("clusters/prod revisions", "clusters/.revisions", "a..b", "revisions.lock")
+        ),
+    ],
+)
+def test_a_bad_grouping_is_one_error_naming_it(extra: dict[str, Any], error: str) -> None:
+    with pytest.raises(InputError) as raised:
+        parse_config({**BASE, **extra})
+    assert str(raised.value) == f"upgrade-gate.yaml: {error}"

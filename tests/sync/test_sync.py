@@ -174,11 +174,7 @@ def test_a_revision_of_a_pinned_extension_is_removed(world: World) -> None:
 
 def test_a_branch_a_human_committed_to_is_left_alone_and_reported(world: World) -> None:
     world.sync()
-    git(world.human, "fetch", "--quiet")
-    git(world.human, "checkout", "--quiet", "-B", "review", f"origin/{BRANCH}")
-    world.write(REVISION, (world.human / REVISION).read_text().replace("approved: false", "approved: true"))
-    git(world.human, "commit", "--quiet", "-am", "approve")
-    git(world.human, "push", "--quiet", "origin", f"HEAD:{BRANCH}")
+    world.approve_on(BRANCH, REVISION)
     head = world.branches()[BRANCH]
     world.now += datetime.timedelta(days=1)
     report = world.sync()

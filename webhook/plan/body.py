@@ -1,25 +1,70 @@
 """Pull request bodies (Markdown): what a change proposes, how the upgrade is reached (and which versions it
 skips), the bundle's image, deprecation notices and its own description and links, whether the policies would
 admit approving it (for an add-on: applying it), and a footer saying how to skip the version, stop the
-proposals and re-run. Pure and deterministic: the same change and verdict give the same text, so an unchanged
-proposal never edits its pull request."""
+proposals and re-run. A group's body (``grouping: per-cluster``) gives each member's section under its own title,
+and hidden lines naming the titles it proposes, so a group a person closed declines exactly those. Pure and
+deterministic: the same change and verdict give the same text, so an unchanged proposal never edits its pull
+request."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.plan.extensions import ADDON_VERSION, CATALOG_IMAGE, REMOVE, AddOnFacts, Change, UpgradeFacts
+from webhook.plan.extensions import ADDON_VERSION, CATALOG_IMAGE, GROUP, REMOVE, AddOnFacts, Change, UpgradeFacts
 
 _DESCRIPTION_LIMIT = 600
 
 MARKER = "<!-- upgrade-gate -->"
+_PROPOSES = "<!-- upgrade-gate:proposes "
 
 
 def render_body(change: Change, verdict: str | None) -> str:
     """The body of ``change``'s pull request; ``verdict`` is the policy check's sentence (``None``: no check
     configured, and the line is left out)."""
-    lines = [_summary(change), ""]
+    lines = [_summary(change), "", *_details(change, verdict)]
+    return _close(change, lines)
+
+
+def render_group_body(group: Change, verdicts: Mapping[str, str | None]) -> str:
+    """The body of a group's pull request (``grouping: per-cluster``): one section per member, headed by the
+    member's own title, with what its own pull request would say (``verdicts`` by member subject), and under
+    each a hidden ``<!-- upgrade-gate:proposes <title> -->`` line that ``proposed_titles`` reads back."""
+    count = len(group.members)
+    lines = [
+        f"upgrade-gate proposes {count} ClusterExtensionRevision change{'s' if count != 1 else ''} for "
+        f"`{group.subject.split('/', 1)[1]}` in one pull request (`grouping: per-cluster`):",
+        "",
+        *(f"- {member.title}" for member in group.members),
+        "",
+    ]
+    for member in group.members:
+        lines += [f"### {member.title}", "", _summary(member), "", *_details(member, verdicts.get(member.subject))]
+        lines += [f"{_PROPOSES}{member.title} -->", ""]
+    return _close(group, lines)
+
+
+def proposed_titles(body: str) -> tuple[str, ...]:
+    """The titles of the members a group's pull request body proposes (its ``<!-- upgrade-gate:proposes ... -->``
+    lines), in order; empty for any other body."""
+    return tuple(line[len(_PROPOSES) : -len(" -->")] for line in body.splitlines() if _proposes(line))
+
+
+def _proposes(line: str) -> bool:
+    return line.startswith(_PROPOSES) and line.endswith(" -->")
+
+
+def _close(change: Change, lines: list[str]) -> str:
+    """``lines``, then the files the change writes, the footer and the marker, as one text."""
+    lines += ["Files:", *(f"- `{f.path}` ({'deleted' if f.content is None else 'written'})" for f in change.files)]
+    lines += ["", "---", *_footer(change), "", MARKER]
+    return "\n".join(lines) + "\n"
+
+
+def _details(change: Change, verdict: str | None) -> list[str]:
+    """What a change proposes besides its summary: the upgrade's table, deprecations, the bundle's own words and
+    how to approve, or the add-on's table."""
+    lines: list[str] = []
     facts = change.facts
     if facts is not None:
         edge = facts.edge
@@ -49,9 +94,7 @@ def render_body(change: Change, verdict: str | None) -> str:
             lines.append("")
     if change.addon is not None:
         lines += _addon_rows(change.addon, verdict)
-    lines += ["Files:", *(f"- `{f.path}` ({'deleted' if f.content is None else 'written'})" for f in change.files)]
-    lines += ["", "---", *_footer(change), "", MARKER]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _addon_rows(facts: AddOnFacts, verdict: str | None) -> list[str]:
@@ -132,6 +175,15 @@ def _footer(change: Change) -> list[str]:
         )
     elif change.kind == CATALOG_IMAGE:
         stop = "**Stop these proposals:** remove the `olm.catalogImageTemplate` annotation from the ClusterCatalog."
+    elif change.kind == GROUP:
+        skip = (
+            "**Skip these versions:** close this pull request without merging; upgrade-gate proposes none of the "
+            "changes it lists again (a newer version comes in the cluster's next pull request)."
+        )
+        stop = (
+            "**Stop these proposals:** pin `spec.source.catalog.version` of a ClusterExtension to the installed "
+            "version; `grouping: per-extension` in `upgrade-gate.yaml` proposes each extension on its own."
+        )
     else:
         stop = (
             f"**Stop these proposals:** pin `spec.source.catalog.version` of ClusterExtension {change.subject} to the "

@@ -18,8 +18,10 @@ The ClusterExtensionRevision lifecycle, applied to Git (one ClusterExtensionRevi
   is (it may be approved); ``availableSince`` of a proposal already on its branch is kept, so a second run
   writes the same bytes. The ClusterExtension (and its version constraint) is never written.
 
-Every change goes on branch ``<branchPrefix><extension>`` as one commit on the base branch. Whether that branch
-must be pushed, kept, left alone (a human committed to it) or withdrawn is ``branch_action``'s decision.
+Every change goes on branch ``<branchPrefix><extension>`` as one commit on the base branch (with ``grouping:
+per-cluster`` the sync loop proposes them together as one ``group`` change, ``webhook.sync.groups``). Whether
+that branch must be pushed, kept, left alone (a human committed to it) or withdrawn is ``branch_action``'s
+decision.
 Catalog image switches (``webhook.plan.templates``) and add-on installVersion upgrades
 (``webhook.plan.addons``, kind ``addon-version``) are ``Change`` values too and take the same road.
 """
@@ -38,6 +40,8 @@ UPDATE = "update"
 REMOVE = "remove"
 CATALOG_IMAGE = "catalog-image"
 ADDON_VERSION = "addon-version"
+GROUP = "group"
+"""The kind of a ``Change`` that proposes several extensions' changes on one branch (``grouping: per-cluster``)."""
 HELD = "held"
 """The action of an ``Outcome`` whose upgrade waits for the add-on's canaries ("Canary upgrade")."""
 INVALID = "invalid"
@@ -129,9 +133,10 @@ class Change:
     """A change to propose on one branch.
 
     ``subject`` is the extension name (or ``clustercatalog/<name>`` for a catalog image, ``addon/<name>`` for
-    an add-on), ``kind`` one of propose/update/remove/catalog-image/addon-version, ``files`` sorted by path,
-    ``reason`` one sentence (why a removal, how an upgrade is reached), ``facts`` the upgrade's facts for
-    propose/update, ``addon`` an add-on upgrade's facts.
+    an add-on, ``cluster/<revisions>`` for a group), ``kind`` one of propose/update/remove/catalog-image/
+    addon-version/group, ``files`` sorted by path, ``reason`` one sentence (why a removal, how an upgrade is
+    reached), ``facts`` the upgrade's facts for propose/update, ``addon`` an add-on upgrade's facts, and for a
+    group its ``members``: the extensions' own changes, by subject, whose files it writes together.
     """
 
     subject: str
@@ -145,6 +150,7 @@ class Change:
     facts: UpgradeFacts | None = None
     revision: RevisionProposal | None = None
     addon: AddOnFacts | None = None
+    members: tuple[Change, ...] = ()
 
     @property
     def commit_message(self) -> str:

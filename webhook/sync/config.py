@@ -52,6 +52,10 @@ Schema (every path is relative to the repository root unless absolute; unknown k
                                              # DAYS HH:MM-HH:MM in UTC or START/END in RFC 3339, as freeze and
                                              # maintenance windows); outside them a due change is "waiting".
                                              # Default [] = any time
+    grouping: per-extension                  # per-extension (default): one branch and pull request per
+                                             # extension; per-cluster: one for every ClusterExtensionRevision
+                                             # change of the cluster (the revisions directory), on branch
+                                             # <branchPrefix>cluster/<revisions>
 
 With ``addons`` set, ``extensions``, ``revisions`` and ``catalogs`` may be left out together (a repository of
 add-ons only); otherwise they are required.
@@ -84,6 +88,8 @@ DEFAULT_CANARY_SOAK = datetime.timedelta(hours=1)
 """``addonCanarySoak`` of the bundled ``policies/settings.yaml`` (a test keeps the two equal)."""
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+GROUPINGS = ("per-extension", "per-cluster")
+_REF_PART = re.compile(r"[A-Za-z0-9_-]([A-Za-z0-9._-]*[A-Za-z0-9_-])?")
 _PLACEMENT = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
 
@@ -134,6 +140,7 @@ class SyncConfig:
     addons: AddOnConfig | None = None
     dashboard: DashboardConfig = field(default_factory=DashboardConfig)
     schedule: tuple[Window, ...] = ()
+    grouping: str = GROUPINGS[0]
 
 
 def load_config(root: Path) -> SyncConfig:
@@ -172,6 +179,7 @@ _TOP_KEYS = {
     "addons",
     "dashboard",
     "schedule",
+    "grouping",
 }
 
 
@@ -206,7 +214,26 @@ def parse_config(data: Mapping[str, Any]) -> SyncConfig:
         addons=addons,
         dashboard=_dashboard(_mapping(data, "dashboard")),
         schedule=_schedule(data),
+        grouping=_grouping(data),
     )
+
+
+def _grouping(data: Mapping[str, Any]) -> str:
+    grouping = _str(data, "grouping", GROUPINGS[0])
+    if grouping not in GROUPINGS:
+        raise _error("grouping", f"must be one of {', '.join(GROUPINGS)}, not {grouping!r}")
+    revisions = data.get("revisions")
+    if grouping == "per-cluster" and isinstance(revisions, str) and not _branch_safe(revisions):
+        why = f"per-cluster names a branch after revisions, and {revisions!r} cannot be part of a branch name"
+        raise _error("grouping", why)
+    return grouping
+
+
+def _branch_safe(path: str) -> bool:
+    """Whether ``path`` is a valid part of a Git branch name as ``git check-ref-format`` reads it (components of
+    letters, digits, ``.``, ``_`` and ``-``, none starting or ending with a dot, without ``..`` or ``.lock``)."""
+    parts = path.strip("/").split("/")
+    return all(_REF_PART.fullmatch(p) and ".." not in p and not p.endswith(".lock") for p in parts)
 
 
 def _schedule(data: Mapping[str, Any]) -> tuple[Window, ...]:

@@ -10,10 +10,13 @@ A cycle, in order (``run_cycle``):
    extension (``webhook.plan.extensions``), every templated ClusterCatalog (``webhook.plan.templates``) and,
    with ``addons`` configured, every add-on's next installVersion step (``webhook.plan.addons``, its
    facts from ``webhook.sync.views``; an add-on waiting for its canaries is reported ``held``);
-4. per branch: leave it alone if a human committed to it; skip a change whose pull request (same branch,
-   same title) was closed without merging; keep a branch that already carries the change; outside the
+4. group the plan (``grouping``, ``webhook.sync.groups``: with ``per-cluster`` every ClusterExtensionRevision
+   change on one branch), then per branch: leave it alone if a human committed to it; skip a change whose pull
+   request (same branch, same title; for a group's member, a group pull request closed under the group's title
+   that listed it) was closed without merging; keep a branch that already carries the change; outside the
    ``schedule`` windows report a change to push as ``waiting`` (when the next window opens); otherwise commit
-   the change as one commit on the base branch and push every branch at once, each with a lease;
+   the change as one commit on the base branch and push every branch at once, each with a lease; then delete
+   (one more push) the other grouping scheme's bot branches whose changes now stand on their new branch;
 5. push rejections (someone pushed in between) are retried from a freshly fetched base, up to
    ``max_push_attempts`` times in all, then reported as failed; the base branch is never pushed;
 6. open or update one pull request per pushed or kept branch, delete bot branches whose proposal is over:
@@ -39,10 +42,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from webhook.errors import CatalogError, GitError, InputError, ManifestError
+from webhook.errors import CatalogError, GitError, InputError
 from webhook.io import Credentials, Identity, NewCommit, RefUpdate, Repo
 from webhook.io.forges import Forge, PullRequest, make_forge
-from webhook.manifests import iter_yaml_documents, read_text
+from webhook.manifests import read_text
 from webhook.olm import check_extension
 from webhook.plan import (
     ADDON_VERSION,
@@ -54,7 +57,6 @@ from webhook.plan import (
     PROPOSE,
     PUSH,
     REMOVE,
-    REVISION_KIND,
     SUBJECT_PREFIX,
     UNRESOLVED,
     UPDATE,
@@ -70,7 +72,6 @@ from webhook.plan import (
     addon_subject,
     branch_action,
     branch_name,
-    parse_revision,
     plan_addon,
     plan_catalog_image,
     plan_extension,
@@ -81,13 +82,25 @@ from webhook.plan import (
     render_body,
     rfc3339,
 )
+from webhook.plan.body import proposed_titles, render_group_body
+from webhook.plan.extensions import GROUP
 from webhook.sync.config import SyncConfig, load_config
 from webhook.sync.dashboard import MARKER, Dashboard, Facts, render, rows
+from webhook.sync.groups import (
+    branch_revisions,
+    carried_subjects,
+    cluster_subject,
+    group_change,
+    group_plan,
+    members_of,
+)
 from webhook.sync.report import MERGED, OPENED, WAITING, WITHDRAWN, Entry, Report, file_diff
 from webhook.sync.sources import CatalogCache, Catalogs, ClusterView, load_catalogs, with_installed
 from webhook.sync.views import AddOnView, ObjectsView, observe
 from webhook.windows import Window
 
+_STANDING = ("proposed", "updated", "removed", OPENED, "unchanged")
+"""What a subject's entry says when its proposal stands on its branch after a cycle's push."""
 _DONE = {
     PROPOSE: "proposed",
     UPDATE: "updated",
@@ -163,6 +176,8 @@ class _Cycle:
         self.entries: dict[str, Entry] = {}
         self.forge: Forge | None = None
         self.open_pulls: dict[str, PullRequest] = {}
+        self.closed_pulls: dict[str, list[PullRequest]] = {}
+        self.base_revisions: list[RevisionFile] = []
         self.facts: dict[str, Facts] = {}
         self.warnings: list[str] = []
         self.waiting: str | None = None
@@ -264,38 +279,44 @@ class _Cycle:
         with self.timed("git"):
             heads = repo.remote_branches(config.branch_prefix)
             states = repo.branch_states(base_sha, heads, bot)
+        group = self._group(config)
         plan = self._plan(repo.path, inputs, states, scope)
+        carried = carried_subjects(states.get(group[1]), self.base_revisions)
+        grouped = group_plan(plan, states, config.grouping, group, carried=carried, scope=scope)
         commits: list[NewCommit] = []
         updates: list[RefUpdate] = []
         pending: dict[str, tuple[str, Change | Outcome, str]] = {}
-        for subject, item in sorted(plan.items()):
+        for subject, planned in sorted(grouped.plan.items()):
+            state = states.get(
+                planned.branch if isinstance(planned, Change) else branch_name(config.branch_prefix, subject)
+            )
+            item = self._undeclined(planned, config.base_branch, state)
+            if item is None:
+                continue
             change = item if isinstance(item, Change) else None
             if isinstance(item, Outcome) and item.action in ("skipped", INVALID, UNRESOLVED):
                 self.entries[subject] = Entry(subject, item.action, item.reason, file=item.file)
                 continue
             branch = change.branch if change else branch_name(config.branch_prefix, subject)
-            state = states.get(branch)
             action = branch_action(change, state)
             if action == HUMAN and state is not None:
                 why = f"branch {branch} has commits by {', '.join(state.foreign_authors)}: left alone"
-                self.entries[subject] = Entry(subject, "skipped", why, branch)
+                for name in members_of(item):
+                    self.entries[name] = Entry(name, "skipped", why, branch)
             elif action == NONE and isinstance(item, Outcome):
                 self.entries[subject] = Entry(subject, item.action, item.reason, ready_at=item.ready_at)
             elif action == WITHDRAW and state is not None:
                 updates.append(RefUpdate(branch, None, state.head))
                 pending[branch] = (subject, item, MERGED if _landed(repo, base_sha, state) else action)
             elif change is not None:
-                declined = self._declined(change, config.base_branch)
+                declined = self._declined(change, config.base_branch) if change.kind != GROUP else None
                 if declined is not None:
                     self.entries[subject] = Entry(
                         subject, "skipped", declined, branch, change.from_version, change.to_version
                     )
                     continue
                 if action == PUSH and self.waiting is not None:
-                    why = f"waiting for schedule ({', '.join(w.text for w in config.schedule)}): {change.reason}"
-                    self.entries[subject] = Entry(
-                        subject, WAITING, why, branch, change.from_version, change.to_version, ready_at=self.waiting
-                    )
+                    self._wait(change, config.schedule)
                     continue
                 if action == PUSH:
                     commits.append(NewCommit(branch, base_sha, change.commit_message, change.files))
@@ -308,8 +329,61 @@ class _Cycle:
                 rejected = repo.push(updates, config.branch_prefix, config.base_branch).rejected
         for branch, (subject, item, action) in sorted(pending.items()):
             if branch not in rejected:
-                self._done(inputs, subject, item, action, branch, root=repo.path)
-        return {pending[b][0]: (b, why) for b, why in rejected.items()}
+                self._done(inputs, subject, item, action, branch, root=repo.path, before=states.get(branch))
+        self._replace(repo, config, grouped.replaced, states)
+        return {name: (b, why) for b, why in rejected.items() for name in members_of(pending[b][1])}
+
+    def _wait(self, change: Change, schedule: tuple[Window, ...]) -> None:
+        """Report a change due outside the schedule's windows (each member of a group) as waiting."""
+        why = f"waiting for schedule ({', '.join(w.text for w in schedule)})"
+        for member in change.members or (change,):
+            self.entries[member.subject] = Entry(
+                member.subject,
+                WAITING,
+                f"{why}: {member.reason}",
+                change.branch,
+                member.from_version,
+                member.to_version,
+                ready_at=self.waiting,
+            )
+
+    def _group(self, config: SyncConfig) -> tuple[str, str]:
+        """The subject and branch of the cluster's group (``grouping: per-cluster``)."""
+        subject = cluster_subject(config.revisions)
+        return subject, branch_name(config.branch_prefix, subject)
+
+    def _replace(
+        self, repo: Repo, config: SyncConfig, replaced: Mapping[str, tuple[str, ...]], states: Mapping[str, BranchState]
+    ) -> None:
+        """Delete each bot branch of the other grouping scheme whose subjects are all proposed on their new
+        branch now (closing its pull request); one more push, with a lease. A branch whose replacement is not
+        pushed yet (waiting, rejected, declined) stays, and a later cycle replaces it."""
+        gone = [
+            branch
+            for branch, subjects in sorted(replaced.items())
+            if all(self._stands(name, branch) for name in subjects)
+        ]
+        dry_run = self.options.dry_run
+        rejected: Mapping[str, str] = {}
+        if gone and not dry_run:
+            with self.timed("git"):
+                deletions = [RefUpdate(b, None, states[b].head) for b in gone]
+                rejected = repo.push(deletions, config.branch_prefix, config.base_branch).rejected
+        for branch in (b for b in gone if b not in rejected):
+            pull = self.open_pulls.pop(branch, None)
+            if pull is not None and self.forge is not None and not dry_run:
+                with self.timed("forge"):
+                    self.forge.close_pull_request(pull)
+            closed = f" (pull request {pull.url} closed)" if pull is not None else ""
+            note = f"; replaces branch {branch}{closed}{' (dry run)' if dry_run else ''}"
+            for name in replaced[branch]:
+                entry = self.entries[name]
+                self.entries[name] = replace(entry, reason=entry.reason + note)
+
+    def _stands(self, subject: str, old: str) -> bool:
+        """Whether ``subject``'s proposal stands on a branch other than ``old`` after this cycle's push."""
+        entry = self.entries.get(subject)
+        return entry is not None and entry.branch != old and entry.action in _STANDING
 
     def _plan(
         self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
@@ -327,6 +401,7 @@ class _Cycle:
         with self.timed("read"):
             extensions, problems = read_extensions(root, config.extensions)
             revisions, revision_problems = read_revisions(root, config.revisions)
+        self.base_revisions = revisions
         if inputs.installed is not None:
             extensions = with_installed(extensions, inputs.installed)
         for problem in (*problems, *revision_problems):
@@ -352,9 +427,10 @@ class _Cycle:
                     with contextlib.suppress(CatalogError):  # reported by the resolution that reads it
                         catalog.package(package)
         with self.timed("read"):
-            prefix = config.branch_prefix
-            proposed = {
-                e.extension.name: _branch_revisions(states.get(branch_name(prefix, e.extension.name))) for e in wanted
+            prefix, group = config.branch_prefix, states.get(self._group(config)[1])
+            proposed = {  # on its own branch or the group's, whichever the grouping was when it was proposed
+                name: [*branch_revisions(states.get(branch_name(prefix, name)), name), *branch_revisions(group, name)]
+                for name in (e.extension.name for e in wanted)
             }
         with self.timed("resolve"):
             for index, entry in enumerate(wanted, start=1):
@@ -417,15 +493,52 @@ class _Cycle:
                 found[item.subject] = item
         return found
 
-    def _declined(self, change: Change, base: str) -> str | None:
-        forge = self.forge
-        if forge is None or change.branch in self.open_pulls:
+    def _undeclined(self, item: Change | Outcome, base: str, state: BranchState | None) -> Change | Outcome | None:
+        """A group without the members a person declined (each reported skipped); an outcome when none is left
+        and its branch exists, ``None`` when none is left and there is no branch. Any other item as it is."""
+        if not isinstance(item, Change) or item.kind != GROUP:
+            return item
+        kept = []
+        for member in item.members:
+            declined = self._declined(member, base, item)
+            if declined is None:
+                kept.append(member)
+                continue
+            self.entries[member.subject] = Entry(
+                member.subject, "skipped", declined, item.branch, member.from_version, member.to_version
+            )
+        if kept:
+            return group_change(item.subject, item.branch, kept) if len(kept) < len(item.members) else item
+        return Outcome(item.subject, "unchanged", "every change it would propose was declined") if state else None
+
+    def _declined(self, change: Change, base: str, group: Change | None = None) -> str | None:
+        """Why ``change`` is not proposed again: a pull request a person closed unmerged under its title on its
+        own branch, or, for a member of ``group``, a group pull request closed under the group's title whose body
+        proposed it. Nothing is declined while an open pull request proposes the change."""
+        pull = self.open_pulls.get(group.branch) if group is not None else None
+        if self.forge is None or (pull is not None and change.title in proposed_titles(pull.body)):
             return None
-        with self.timed("forge"):
-            closed = [p for p in forge.closed_pull_requests(change.branch, base) if p.title == change.title]
-        if not closed:
+        if group is not None:
+            for closed in reversed(self._closed(group.branch, base)):
+                if closed.title == group.title and change.title in proposed_titles(closed.body):
+                    return (
+                        f"pull request #{closed.number} ({closed.title}) was closed without merging: "
+                        f"{change.title} is not proposed again"
+                    )
+        if change.branch in self.open_pulls:
             return None
-        return f"pull request #{closed[-1].number} ({change.title}) was closed without merging: not proposed again"
+        mine = [p for p in self._closed(change.branch, base) if p.title == change.title]
+        if not mine:
+            return None
+        return f"pull request #{mine[-1].number} ({change.title}) was closed without merging: not proposed again"
+
+    def _closed(self, branch: str, base: str) -> list[PullRequest]:
+        """The pull requests of ``branch`` closed unmerged (asked of the forge once per cycle)."""
+        if branch not in self.closed_pulls:
+            assert self.forge is not None  # only asked with a forge
+            with self.timed("forge"):
+                self.closed_pulls[branch] = self.forge.closed_pull_requests(branch, base)
+        return self.closed_pulls[branch]
 
     def _done(
         self,
@@ -436,7 +549,10 @@ class _Cycle:
         branch: str,
         *,
         root: Path,
+        before: BranchState | None,
     ) -> None:
+        """Report what became of a pending branch (each member of a group), opening or updating its pull request;
+        ``before`` is the branch as it was on the remote (a group member it already proposed is unchanged)."""
         dry_run = self.options.dry_run
         forge = None if dry_run else self.forge
         pull = self.open_pulls.get(branch)
@@ -457,21 +573,29 @@ class _Cycle:
             why = f"nothing to propose any more ({item.reason}): branch {branch} {deleted}"
             self.entries[subject] = Entry(subject, WITHDRAWN, why, branch, pull_request=url)
             return
-        url = pull.url if pull else None
         opened = self.forge is not None and pull is None
         if forge is not None:
             with self.timed("forge"):
                 pull = self._ensure_pull(forge, pull, item, inputs)
             self.open_pulls[branch] = pull
-            url = pull.url
-        done = _DONE[item.kind] if action == PUSH else OPENED if opened else "unchanged"
-        reason = item.reason if action == PUSH else f"branch {branch} already proposes this"
-        if done == OPENED:
-            reason = f"pull request opened: {reason}"
-        diff = file_diff(root, item.files) if dry_run and action == PUSH else None
-        self.entries[subject] = Entry(
-            subject, done, reason, branch, item.from_version, item.to_version, pull_request=url, diff=diff
-        )
+        proposed = set(before.changes or ()) if before is not None else set()
+        for member in item.members or (item,):
+            fresh = action == PUSH and not (item.members and set(member.files) <= proposed)
+            done = _DONE[member.kind] if fresh else OPENED if opened else "unchanged"
+            reason = member.reason if fresh else f"branch {branch} already proposes this"
+            if done == OPENED:
+                reason = f"pull request opened: {reason}"
+            diff = file_diff(root, member.files) if dry_run and fresh else None
+            self.entries[member.subject] = Entry(
+                member.subject,
+                done,
+                reason,
+                branch,
+                member.from_version,
+                member.to_version,
+                pull_request=pull.url if pull else None,
+                diff=diff,
+            )
 
     def _invalid(self, problem: Problem) -> None:
         """Report a manifest that cannot be used: its file (and line) as the subject, the reason beside it."""
@@ -479,7 +603,11 @@ class _Cycle:
         self.entries[subject] = Entry(subject, INVALID, problem.reason, file=problem.file)
 
     def _ensure_pull(self, forge: Forge, pull: PullRequest | None, change: Change, inputs: _Inputs) -> PullRequest:
-        body = render_body(change, inputs.verdict(change) if inputs.verdict is not None else None)
+        verdict = inputs.verdict or (lambda _: None)
+        if change.kind == GROUP:
+            body = render_group_body(change, {m.subject: verdict(m) for m in change.members})
+        else:
+            body = render_body(change, verdict(change))
         config = inputs.config
         if pull is None:
             labels, reviewers = config.forge.labels, config.forge.reviewers
@@ -517,18 +645,3 @@ def _reads(path: Path, content: str | None) -> bool:
     if content is None:
         return not path.exists()
     return path.is_file() and read_text(path) == content
-
-
-def _branch_revisions(state: BranchState | None) -> list[RevisionFile]:
-    """The revisions a bot branch writes (to keep their ``availableSince``); unreadable ones are ignored."""
-    if state is None or state.changes is None:
-        return []
-    found = []
-    for change in state.changes:
-        if change.content is None:
-            continue
-        with contextlib.suppress(ManifestError):
-            for document, _ in iter_yaml_documents(change.content, change.path):
-                if isinstance(document, dict) and document.get("kind") == REVISION_KIND:
-                    found.append(parse_revision(change.path, document))
-    return found
