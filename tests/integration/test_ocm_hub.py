@@ -228,17 +228,27 @@ class AddOn:
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": self.name, "namespace": "default"},
                 "data": {"version": version}}  # fmt: skip
 
-    def write(self, cma: dict[str, Any], *, dry_run: bool = False) -> str | None:
-        """CREATE or UPDATE the CMA (server-side dry run: admitted, not stored); None when admitted, else why not."""
+    def write(self, obj: dict[str, Any], *, dry_run: bool = False) -> str | None:
+        """CREATE or UPDATE the CMA, or UPDATE a cluster's MCA (server-side dry run: admitted, not stored); None when
+        admitted, else why not."""
         dry = "All" if dry_run else None
         try:
-            if "resourceVersion" in cma["metadata"]:
-                self.api.replace_cluster_custom_object(*CMAS, self.name, cma, dry_run=dry)
+            if obj["kind"] == "ManagedClusterAddOn":
+                where = _in(MCAS, obj["metadata"]["namespace"])
+                self.api.replace_namespaced_custom_object(*where, self.name, obj, dry_run=dry)
+            elif "resourceVersion" in obj["metadata"]:
+                self.api.replace_cluster_custom_object(*CMAS, self.name, obj, dry_run=dry)
             else:
-                self.api.create_cluster_custom_object(*CMAS, cma, dry_run=dry)
+                self.api.create_cluster_custom_object(*CMAS, obj, dry_run=dry)
         except ApiException as error:
             return str(json.loads(error.body or "{}").get("message"))
         return None
+
+    def own_configs(self, cluster: str, version: str) -> dict[str, Any]:
+        """The cluster's MCA naming the template of ``version`` in its own ``spec.configs`` (not written)."""
+        found = cast(dict[str, Any], self.api.get_namespaced_custom_object(*_in(MCAS, cluster), self.name))
+        found["spec"]["configs"] = [_ref(f"{self.name}-{version}")]
+        return found
 
     def move(self, placement: str, version: str, **annotations: str) -> dict[str, Any]:
         """The CMA with ``placement`` naming the template of ``version`` (not written)."""
@@ -330,20 +340,20 @@ def installed(server: ApiServer, name: str, *, deadline: str = "None", version: 
         addon.cleanup()
 
 
-def answered(addon: AddOn, cma: dict[str, Any], pattern: str, *, timeout: float = 20.0) -> None:
-    """The CMA write is answered ``pattern`` (a regular expression over the message; ``''``: admitted): probed with
-    dry runs until the gate's caches have caught up, then written for real."""
+def answered(addon: AddOn, obj: dict[str, Any], pattern: str, *, timeout: float = 20.0) -> None:
+    """The write of ``obj`` (the CMA, or a cluster's MCA) is answered ``pattern`` (a regular expression over the
+    message; ``''``: admitted): probed with dry runs until the gate's caches have caught up, then written for real."""
     answers: list[str | None] = []
 
     def probe() -> bool:
-        answers.append(addon.write(cma, dry_run=True))
+        answers.append(addon.write(obj, dry_run=True))
         return re.fullmatch(pattern, answers[-1] or "") is not None
 
     try:
         wait_for(probe, f"the answer {pattern!r}", timeout=timeout)
     except AssertionError as error:
         raise AssertionError(f"{error}; last answer: {answers[-1]}") from None
-    final = addon.write(cma)
+    final = addon.write(obj)
     assert re.fullmatch(pattern, final or ""), final
 
 
@@ -416,6 +426,23 @@ def test_a_failing_canary_holds_every_placement_and_says_which_cluster_and_why(h
         addon.applied(CANARY, "v2")
         addon.work_status(CANARY, healthy=False, reason="ProbeFailed", message="readiness probe failed")
         held(addon, f"{degraded} (ProbeFailed: readiness probe failed)")
+
+
+def test_a_cluster_s_own_configs_wait_for_a_healthy_canary_too(hub, webhook):
+    with installed(hub, "hello-own", deadline="10m") as addon:
+        answered(addon, addon.move("canary", "v2"), "")
+        addon.progress(CANARY, "v2")
+        addon.work_status(CANARY, healthy=False, reason="ImagePullBackOff", message="hello:v2 not found")
+        cluster, v2 = FLEET[4], _rendered("hello-own-v2")
+        answered(addon, addon.own_configs(cluster, "v2"), re.escape(GATE + (
+            "ValidatingAdmissionPolicy 'upgrade-gate-addon-install-version' with binding "
+            f"'upgrade-gate-addon-install-version' denied request: add-on hello-own on cluster {cluster} may not "
+            f"move to configs {v2} before the canary placement {HUB}/canary has run them for {SOAK}s: canary "
+            f"{CANARY} failed: ManifestWork {addon.work} Degraded (ImagePullBackOff: hello:v2 not found)"
+        )))  # fmt: skip
+        addon.work_status(CANARY, healthy=True)
+        addon.applied(CANARY, "v2")
+        answered(addon, addon.own_configs(cluster, "v2"), "", timeout=SOAK + 20)
 
 
 def test_a_canary_past_its_progress_deadline_has_timed_out(hub, webhook):

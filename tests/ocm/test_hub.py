@@ -26,6 +26,7 @@ def test_hub_canary_gate(row: dict[str, Any]) -> None:
         "hub/canary",
         soak=datetime.timedelta(minutes=10),
         now=parse_time(row["now"]),
+        override=row.get("override", False),
     )
     want = row["want"]
     assert (verdict.allowed, verdict.message) == (want["allowed"], want["message"])

@@ -73,9 +73,11 @@ def hub_canary_gate(
     *,
     soak: datetime.timedelta,
     now: datetime.datetime,
+    override: bool = False,
 ) -> CanaryVerdict:
     """May config set ``target`` (``AddOnConfig`` dicts) reach a placement other than ``canary_placement``
-    (``NAMESPACE/NAME``) of ClusterManagementAddOn ``cma``?
+    (``NAMESPACE/NAME``) of ClusterManagementAddOn ``cma`` (or, with ``override``, a cluster outside it, as its
+    ManagedClusterAddOn's own ``spec.configs``, which the canary placement need not name)?
 
     ``canaries`` pairs each canary cluster's ManagedClusterAddOn with its ManifestWorks (clusters whose add-on is
     gone are left out by the caller: a cluster that left the hub holds nothing). Closed, in this order, when: the
@@ -97,7 +99,7 @@ def hub_canary_gate(
             if (config.get("group") or "", config.get("resource")) in kinds
         ]
     )
-    if named != wanted:
+    if named != wanted and not override:
         message = (
             f"the canary placement {canary_placement} names {named or 'no such config'}, not {wanted}: move it first"
         )

@@ -32,7 +32,8 @@ NOT in the kube-apiserver: a policy using one of these is not portable. Static n
     addon.hubCanaryGate(configs list, canary map, soak duration, now timestamp) -> map
                                                             hub_canary_gate on a real hub: canary is {placement:
                                                             'NAMESPACE/NAME', managementAddOn: the CMA, clusters:
-                                                            [{addon: ManagedClusterAddOn, works: [ManifestWork]}]};
+                                                            [{addon: ManagedClusterAddOn, works: [ManifestWork]}],
+                                                            override: true for a cluster's own spec.configs};
                                                             the canary placement's configs, install progression
                                                             and progressDeadline count; the same map
     addon.placementConflicts(placements list<map>, canaryPlacement string) -> list<string>
@@ -211,7 +212,10 @@ def _hub_verdict(configs: Any, canary: Any, soak: datetime.timedelta, now: datet
     found = _map(canary) or {}
     pairs = [(each.get("addon") or {}, each.get("works") or []) for each in _maps(found.get("clusters") or [])]
     cma, placement = found.get("managementAddOn") or {}, str(found.get("placement") or "")
-    verdict = hub_canary_gate(_configs(configs) or [], pairs, cma, placement, soak=_plain_duration(soak), now=now)
+    override = found.get("override") is True
+    verdict = hub_canary_gate(
+        _configs(configs) or [], pairs, cma, placement, soak=_plain_duration(soak), now=now, override=override
+    )
     return _as_map(verdict)
 
 
@@ -220,7 +224,7 @@ def hub_gate(
 ) -> dict[str, Any]:
     """``addon.hubCanaryGate(configs, canary, soak, now)``: ``hub_canary_gate`` of ``canary`` =
     ``{placement: 'NAMESPACE/NAME', managementAddOn: <ClusterManagementAddOn>, clusters: [{addon, works}]}`` (upstream
-    config rollout on a real hub)."""
+    config rollout on a real hub); ``override: true`` in ``canary`` for a cluster's own ``spec.configs``."""
     return _core(lambda: _hub_verdict(configs, canary, soak, now))
 
 
