@@ -212,7 +212,7 @@ def _hub_verdict(configs: Any, canary: Any, soak: datetime.timedelta, now: datet
     found = _map(canary) or {}
     pairs = [(each.get("addon") or {}, each.get("works") or []) for each in _maps(found.get("clusters") or [])]
     cma, placement = found.get("managementAddOn") or {}, str(found.get("placement") or "")
-    override = found.get("override") is True
+    override = bool(found.get("override"))
     verdict = hub_canary_gate(
         _configs(configs) or [], pairs, cma, placement, soak=_plain_duration(soak), now=now, override=override
     )
