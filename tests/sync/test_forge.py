@@ -308,3 +308,57 @@ def test_a_rate_limit_is_read_from_the_headers_over_http(fake: type[FakeForge]) 
         forge.rate_limit()
         with pytest.raises(GitError, match=r": rate limited \(HTTP 4\d\d, "):
             make(forge.url, forge.repository, "token").upsert_issue("Dashboard", DASHBOARD, "table")
+
+
+@pytest.mark.parametrize("fake", [FakeGitHub, FakeGitLab], ids=["on GitHub", "on GitLab"])
+def test_a_pull_request_is_merged_at_its_head_and_the_forge_lists_it_neither_open_nor_closed(
+    fake: type[FakeForge],
+) -> None:
+    forge = fake("example-org/clusters")
+    client = forge.client()
+    merged: list[int] = []
+    forge.on_merge = merged.append
+    pull = client.create_pull_request("upgrade-gate/a", "main", "Upgrade a", "", labels=(), reviewers=())
+    forge.set_commits(pull.number, HEAD, BASE)
+    client.merge_pull_request(client.pull_request(pull.number))
+    assert merged == [pull.number]
+    assert client.open_pull_requests("main") == {}
+    assert client.closed_pull_requests("upgrade-gate/a", "main") == [], "merged is not closed unmerged"
+    merge = (
+        "PUT /repos/example-org/clusters/pulls/1/merge"
+        if fake is FakeGitHub
+        else ("PUT /projects/example-org%2Fclusters/merge_requests/1/merge")
+    )
+    assert forge.requests[-3] == merge
+
+
+@pytest.mark.parametrize(
+    ("fake", "where"),
+    [(FakeGitHub, "pull request #1"), (FakeGitLab, "merge request !1")],
+    ids=["on GitHub", "on GitLab"],
+)
+@pytest.mark.parametrize(
+    ("refuse", "status"),
+    [("unmergeable", 405), ("closed", 405), ("head moved", 409)],
+)
+def test_a_merge_the_forge_refuses_is_one_line_with_its_status(
+    fake: type[FakeForge], where: str, refuse: str, status: int
+) -> None:
+    forge = fake("example-org/clusters")
+    client = forge.client()
+    pull = client.create_pull_request("upgrade-gate/a", "main", "Upgrade a", "", labels=(), reviewers=())
+    forge.set_commits(pull.number, HEAD, BASE)
+    read = client.pull_request(pull.number)
+    if refuse == "unmergeable":
+        forge.unmergeable.add(pull.number)
+    elif refuse == "closed":
+        forge.close(pull.number)
+    else:
+        forge.set_commits(pull.number, "c" * 40, BASE)  # someone pushed after the loop read the head
+    with pytest.raises(GitError) as raised:
+        client.merge_pull_request(read)
+    message = str(raised.value)
+    assert message.startswith(f"{forge.client().name}: cannot write the merge of {where}: PUT ")
+    assert f": HTTP {status} " in message
+    assert "\n" not in message
+    assert list(client.open_pull_requests("main")) == ([] if refuse == "closed" else ["upgrade-gate/a"])

@@ -8,6 +8,8 @@
       POST  /repos/{owner}/{repo}/issues/{number}/labels              {labels}    add labels
       POST  /repos/{owner}/{repo}/pulls/{number}/requested_reviewers  {reviewers} request reviews
       GET   /repos/{owner}/{repo}/pulls/{number}          one pull request (head/base ref and sha)
+      PUT   /repos/{owner}/{repo}/pulls/{number}/merge    {sha, merge_method: merge}  merge (405 not
+                                                       mergeable, 409 the head moved, 422 validation failed)
     (https://docs.github.com/en/rest/pulls/reviews)
       GET   /repos/{owner}/{repo}/pulls/{number}/reviews?per_page=100&page=N   reviews, oldest first
     (https://docs.github.com/en/rest/issues/comments, https://docs.github.com/en/rest/issues/issues)
@@ -90,6 +92,12 @@ class GitHub(JsonApi):
         """``PATCH /pulls/{number}`` with ``state: closed`` and the title marked ``AUTOCLOSED``."""
         body = {"state": "closed", "title": pull.title + AUTOCLOSED}
         self.call("PATCH", f"/repos/{self._repo}/pulls/{pull.number}", body=body)
+
+    def merge_pull_request(self, pull: PullRequest) -> None:
+        """``PUT /pulls/{number}/merge`` with a merge commit, at ``head_sha`` when known (``Forge``)."""
+        body = {"merge_method": "merge", **({"sha": pull.head_sha} if pull.head_sha else {})}
+        with self.writing(f"the merge of pull request #{pull.number}"):
+            self.call("PUT", f"/repos/{self._repo}/pulls/{pull.number}/merge", body=body)
 
     def pull_request(self, number: int) -> PullRequest:
         """``GET /pulls/{number}``."""

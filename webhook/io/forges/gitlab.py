@@ -6,6 +6,8 @@
                                              reviewer_ids}  (user ids from GET /users?username=U)
       PUT   /projects/{id}/merge_requests/{iid}   {title, description} | {state_event: close, title}
       GET   /projects/{id}/merge_requests/{iid}   one merge request (sha, diff_refs.base_sha)
+      PUT   /projects/{id}/merge_requests/{iid}/merge   {sha}   merge (405 not mergeable: draft, closed,
+                                          pipeline; 406 conflicts; 409 the head moved; 422 failed to merge)
     (https://docs.gitlab.com/api/merge_request_approvals/)
       GET   /projects/{id}/merge_requests/{iid}/approvals   {approved_by: [{user: {username}}]}
     (https://docs.gitlab.com/api/notes/, https://docs.gitlab.com/api/issues/)
@@ -79,6 +81,12 @@ class GitLab(JsonApi):
         """``PUT /merge_requests/{iid}`` with ``state_event: close`` and the title marked ``AUTOCLOSED``."""
         body = {"state_event": "close", "title": pull.title + AUTOCLOSED}
         self.call("PUT", f"{self._project}/{pull.number}", body=body)
+
+    def merge_pull_request(self, pull: PullRequest) -> None:
+        """``PUT /merge_requests/{iid}/merge``, at ``sha`` when known (``Forge``)."""
+        body = {"sha": pull.head_sha} if pull.head_sha else {}
+        with self.writing(f"the merge of merge request !{pull.number}"):
+            self.call("PUT", f"{self._project}/{pull.number}/merge", body=body)
 
     def pull_request(self, number: int) -> PullRequest:
         """``GET /merge_requests/{iid}``."""

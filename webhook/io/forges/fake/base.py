@@ -13,6 +13,7 @@ import json
 import re
 import threading
 import urllib.parse
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -29,7 +30,9 @@ class FakeForge(abc.ABC):
     implement ``respond``, ``client`` and what a person does on the forge (approve, close, merge...);
     ``requests`` logs ``"METHOD path"`` (below ``root``) of every call, and ``fail_with`` makes every request
     answer that HTTP status (an outage) with ``fail_headers``, or only the requests whose ``"METHOD path"``
-    matches the regular expression ``fail_only`` (searched; ``""`` matches all)."""
+    matches the regular expression ``fail_only`` (searched; ``""`` matches all). A merge through the API is
+    refused for the numbers in ``unmergeable`` (conflicts, failing required checks) and calls ``on_merge`` with
+    the number once merged: the Git side of a merge is the caller's business."""
 
     root = ""
     issues: dict[int, dict[str, Any]]
@@ -41,6 +44,8 @@ class FakeForge(abc.ABC):
         self.fail_with: int | None = None
         self.fail_headers: dict[str, str] = {}
         self.fail_only = ""
+        self.unmergeable: set[int] = set()
+        self.on_merge: Callable[[int], None] | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -97,6 +102,20 @@ class FakeForge(abc.ABC):
         """Answer HTTP ``status`` with ``headers`` to every request, or to those matching ``only`` (sets
         ``fail_with``, ``fail_only`` and ``fail_headers``; ``fail_with = None`` ends the outage)."""
         self.fail_with, self.fail_only, self.fail_headers = status, only, dict(headers or {})
+
+    def merge_refusal(self, number: int, is_open: bool, head_sha: str, body: Any) -> int | None:
+        """The status a merge through the API is refused with, as both forges document it: 405 when the pull
+        request is not open or not mergeable (``unmergeable``), 409 when the request names a ``sha`` other than
+        the head's; ``None`` when it merges (``merge``, then ``on_merge``)."""
+        if not is_open or number in self.unmergeable:
+            return 405
+        wanted = body.get("sha") if isinstance(body, dict) else None
+        if wanted and wanted != head_sha:
+            return 409
+        self.merge(number)
+        if self.on_merge is not None:
+            self.on_merge(number)
+        return None
 
     @abc.abstractmethod
     def comment(self, number: int, login: str, body: str) -> dict[str, Any]:

@@ -13,12 +13,14 @@ Shipped so that users test their sync configuration without a forge (as httpx sh
 
 Pull requests have GitHub's documented shape (``number``, ``state``, ``title``, ``body``, ``head.ref``,
 ``head.label``, ``head.sha``, ``base.ref``, ``base.sha``, ``merged_at``, ``html_url``, ``labels[].name``,
-``requested_reviewers[].login``). Filters ``state`` (open/closed/all), ``head`` (``owner:branch``) and ``base``
-and ``per_page``/``page`` pagination are honoured; creating a second open pull request for a head answers 422,
-as GitHub does. Reviews (``GET /pulls/{n}/reviews``, oldest first, paginated) have the documented shape (``id``,
-``user.login``, ``state`` APPROVED/CHANGES_REQUESTED/COMMENTED/DISMISSED/PENDING, ``commit_id``,
-``submitted_at``, ``html_url``, ``author_association``), and team memberships
-(``GET /orgs/{org}/teams/{team_slug}/memberships/{username}``) answer ``{url, role, state}`` or 404.
+``requested_reviewers[].login``). ``PUT /pulls/{n}/merge`` answers ``{sha, merged, message}``, or 405 (not open, or
+``unmergeable``) and 409 (a ``sha`` other than the head's), as GitHub documents. Filters ``state``
+(open/closed/all), ``head`` (``owner:branch``) and ``base`` and ``per_page``/``page`` pagination are honoured;
+creating a second open pull request for a head answers 422, as GitHub does. Reviews (``GET /pulls/{n}/reviews``,
+oldest first, paginated) have the documented shape (``id``, ``user.login``, ``state``
+APPROVED/CHANGES_REQUESTED/COMMENTED/DISMISSED/PENDING, ``commit_id``, ``submitted_at``, ``html_url``,
+``author_association``), and team memberships (``GET /orgs/{org}/teams/{team_slug}/memberships/{username}``) answer
+``{url, role, state}`` or 404.
 Issues (https://docs.github.com/en/rest/issues/issues: ``id``, ``number``, ``title``, ``body``, ``state``,
 ``html_url``, ``user``, ``labels``, ``comments``, ``created_at``; ``GET /issues`` lists pull requests too, each with
 a ``pull_request`` key, filtered on ``state`` and sorted by ``sort=created`` and ``direction``) share their
@@ -154,10 +156,12 @@ class FakeGitHub(FakeForge):
         issue = re.fullmatch(r"/issues/(\d+)", rest)
         if issue is not None and int(issue.group(1)) in self.issues:
             return self._issue(method, self.issues[int(issue.group(1))], body)
-        match = re.fullmatch(r"/(pulls|issues)/(\d+)(/labels|/requested_reviewers|/reviews)?", rest)
+        match = re.fullmatch(r"/(pulls|issues)/(\d+)(/labels|/requested_reviewers|/reviews|/merge)?", rest)
         if match is None or int(match.group(2)) not in self.pulls:
             return 404, {"message": "Not Found"}
         pull = self.pulls[int(match.group(2))]
+        if match.group(1) == "pulls" and match.group(3) == "/merge" and method == "PUT":
+            return self._merge(pull, body)
         if match.group(3) == "/labels" and method == "POST":
             pull["labels"].extend({"name": n} for n in body["labels"])
             return 200, pull["labels"]
@@ -172,6 +176,15 @@ class FakeGitHub(FakeForge):
         if match.group(1) == "pulls" and match.group(3) is None and method == "GET":
             return 200, pull
         return 404, {"message": "Not Found"}
+
+    def _merge(self, pull: dict[str, Any], body: Any) -> tuple[int, Any]:
+        head = str(pull["head"]["sha"])
+        refused = self.merge_refusal(int(pull["number"]), pull["state"] == "open", head, body)
+        if refused == 405:
+            return 405, {"message": "Pull Request is not mergeable"}
+        if refused == 409:
+            return 409, {"message": "Head branch was modified. Review and try the merge again."}
+        return 200, {"sha": head, "merged": True, "message": "Pull Request successfully merged"}
 
     def _list(self, query: dict[str, str]) -> list[dict[str, Any]]:
         state = query.get("state", "open")

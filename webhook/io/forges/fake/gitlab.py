@@ -18,7 +18,9 @@ requests have GitLab's documented shape (https://docs.gitlab.com/api/merge_reque
 (opened/closed/merged/all), ``source_branch`` and ``target_branch``, paginated by ``per_page`` (default 20) and
 ``page``; creating takes ``labels`` as comma-separated names and ``reviewer_ids``, and a second open merge
 request for a source branch answers 409, as GitLab does; updating takes ``title``, ``description`` and
-``state_event`` close/reopen. Approvals (https://docs.gitlab.com/api/merge_request_approvals/) answer
+``state_event`` close/reopen; ``PUT /merge_requests/{iid}/merge`` answers the merged merge request, or 405 (not
+opened, or ``unmergeable``) and 409 (a ``sha`` other than the head's), as GitLab documents. Approvals
+(https://docs.gitlab.com/api/merge_request_approvals/) answer
 ``{id, iid, project_id, approved, approved_by: [{user}]}``; users (https://docs.gitlab.com/api/users/,
 ``GET /users?username=``) a list of ``{id, username, name, state, web_url}``; a group's members
 (https://docs.gitlab.com/api/members/, ``GET /groups/{path}/members/all/{user_id}``) the user with its
@@ -152,7 +154,7 @@ class FakeGitLab(FakeForge):
         note = re.fullmatch(r"/merge_requests/(\d+)/notes(?:/(\d+))?", rest)
         if note is not None and int(note.group(1)) in self.merge_requests:
             return self._note(method, int(note.group(1)), note.group(2), query, body)
-        merge = re.fullmatch(r"/merge_requests(?:/(\d+)(/approvals)?)?", rest)
+        merge = re.fullmatch(r"/merge_requests(?:/(\d+)(/approvals|/merge)?)?", rest)
         if merge is None:
             return 404, NOT_FOUND
         if merge.group(1) is None:
@@ -162,13 +164,24 @@ class FakeGitLab(FakeForge):
         request = self.merge_requests.get(int(merge.group(1)))
         if request is None:
             return 404, NOT_FOUND
-        if merge.group(2) and method == "GET":
+        if merge.group(2) == "/merge" and method == "PUT":
+            return self._merge(request, body)
+        if merge.group(2) == "/approvals" and method == "GET":
             return 200, self._approvals(request)
         if not merge.group(2) and method == "GET":
             return 200, request
         if not merge.group(2) and method == "PUT":
             return self._update(request, body)
         return 404, NOT_FOUND
+
+    def _merge(self, request: dict[str, Any], body: Any) -> tuple[int, Any]:
+        head = str(request.get("sha") or "")
+        refused = self.merge_refusal(int(request["iid"]), request["state"] == "opened", head, body)
+        if refused == 405:
+            return 405, {"message": "405 Method Not Allowed"}
+        if refused == 409:
+            return 409, {"message": f"SHA does not match HEAD of source branch: {head}"}
+        return 200, request
 
     def _list(self, query: dict[str, str]) -> list[dict[str, Any]]:
         state = query.get("state", "all")
