@@ -22,12 +22,15 @@ def revision(row: dict[str, Any]) -> dict[str, Any]:
         {**c, "lastTransitionTime": EARLIER, "observedGeneration": 1}
         for c in TABLE["before"].get(row.get("before"), [])
     ]
+    status = {"observedGeneration": 1, "conditions": before} if before else {}
+    status.update({"fromVersion": row["fromVersion"]} if "fromVersion" in row else {})
+    metadata = {"name": "cnpg-1.28.0", "generation": 2, "resourceVersion": "7"}
     return {
         "apiVersion": "olm.operatorframework.io/v1",
         "kind": "ClusterExtensionRevision",
-        "metadata": {"name": "cnpg-1.28.0", "generation": 2, "resourceVersion": "7"},
+        "metadata": {**metadata, **({"annotations": row["annotations"]} if "annotations" in row else {})},
         "spec": {"clusterExtensionRef": {"name": "cnpg"}, **row["revision"]},
-        **({"status": {"observedGeneration": 1, "conditions": before}} if before else {}),
+        **({"status": status} if status else {}),
     }
 
 

@@ -9,6 +9,7 @@ of earlier tests then no longer resolve, which holds nothing).
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -241,3 +242,42 @@ def test_a_clusterextension_deleted_while_held_is_removed_and_its_revision_says_
     revision = wait_for(failed, "the revision failed", timeout=30)
     conditions = {c["type"]: c for c in revision["status"]["conditions"]}
     assert conditions["Stalled"]["message"] == "ClusterExtension gone not found"
+
+
+def test_a_rollback_is_applied_with_its_own_acknowledged_approval(olm: Olm, gate: Webhook, controller: Path) -> None:
+    """Back from 1.1.0 to 1.0.0: OLM v1 downgrades only with upgradeConstraintPolicy SelfCertified and the version
+    pinned, which the guards admit for the pinned version the extension names as its rollback; the gate then holds
+    operator-controller's downgrade until a revision for 1.0.0 is approved with the rollback acknowledged."""
+    held_at_1_0_0(olm, "rollback")
+    propose(olm.server, "rollback", "1.1.0")
+    approve(olm.server, "rollback-1.1.0")
+    wait_for(lambda: olm.installed("rollback") == "1.1.0", "the approved upgrade applied", timeout=30)
+    kube = olm.kube()
+    kube.delete(EXTENSIONS, "ClusterExtensionRevision", "rollback-1.1.0")  # completed: one revision per extension
+    wait_for(lambda: not kube.get(EXTENSIONS, "ClusterExtensionRevision", "rollback-1.1.0"), "the revision deleted")
+
+    catalog = {"version": "1.0.0", "upgradeConstraintPolicy": "SelfCertified"}
+    unannounced = {"spec": {"source": {"catalog": catalog}}}
+    with pytest.raises(Exception, match=re.escape("for a rollback pin spec.source.catalog.version")):
+        kube.patch(EXTENSIONS, "ClusterExtension", "rollback", unannounced)
+    announced = {"metadata": {"annotations": {"upgrade-gate.io/rollback-to": "1.0.0"}}, **unannounced}
+    with pytest.raises(Exception, match="approve a ClusterExtensionRevision for a version in that range first"):
+        kube.patch(EXTENSIONS, "ClusterExtension", "rollback", announced)
+
+    propose(olm.server, "rollback", "1.0.0")
+    with pytest.raises(Exception, match=re.escape("rolling rollback back from 1.1.0 to 1.0.0 needs the annotation")):
+        approve(olm.server, "rollback-1.0.0")
+    acknowledged = {"metadata": {"annotations": {"upgrade-gate.io/acknowledge-rollback": "1.0.0"}}}
+    kube.patch(EXTENSIONS, "ClusterExtensionRevision", "rollback-1.0.0", acknowledged)
+    approve(olm.server, "rollback-1.0.0")
+    kube.patch(EXTENSIONS, "ClusterExtension", "rollback", announced)
+    wait_for(lambda: olm.installed("rollback") == "1.0.0", "the approved rollback applied", timeout=30)
+
+    def succeeded() -> dict[str, Any] | None:
+        found = kube.get(EXTENSIONS, "ClusterExtensionRevision", "rollback-1.0.0") or {}
+        return found if found.get("status", {}).get("state") == "Succeeded" else None
+
+    revision = wait_for(succeeded, "the rollback's revision succeeded", timeout=30)
+    conditions = {c["type"]: c for c in revision["status"]["conditions"]}
+    assert conditions["Ready"]["message"] == "rollback rolled back to 1.0.0"
+    assert revision["status"]["fromVersion"] == "1.1.0"

@@ -21,7 +21,10 @@ Which state, read from the revision and its ClusterExtension (``olm.operatorfram
 operator-controller writes its status in ``controllers/clusterextension_reconcile_steps.go``):
 
 * **succeeded** when the ClusterExtension's installed bundle (``status.install.bundle.version``) reached
-  ``spec.version`` (equal, or past it: the upgrade is behind it);
+  ``spec.version`` (equal, or past it: the upgrade is behind it); for a rollback only when it equals
+  ``spec.version``. A revision is a rollback when it carries the annotation ``upgrade-gate.io/acknowledge-rollback``
+  (which the approval policy requires of a version below the installed one), or when ``spec.version`` is below the
+  version it started from (``status.fromVersion``);
 * **failed** when the ClusterExtension does not exist, or operator-controller reports a terminal error
   (``Progressing`` reason ``Blocked``) for an approved revision;
 * **pending approval** while ``spec.approved`` is not true;
@@ -49,6 +52,8 @@ SUCCEEDED, FAILED = "succeeded", "failed"
 APPROVED, PENDING_APPROVAL, APPROVAL_RESET = "Approved", "PendingApproval", "ApprovalReset"
 UPGRADING, HELD_REASON, SUCCEEDED_REASON, FAILED_REASON = "Upgrading", "Held", "Succeeded", "Failed"
 MAX_MESSAGE = 32768
+#: The acknowledgement a rollback revision carries (``policies/revision-approval.yaml``).
+ROLLBACK_ANNOTATION = "upgrade-gate.io/acknowledge-rollback"
 OWNED = ("Approved", "Progressing", "Succeeded", "Reconciling", "Stalled", "Ready")
 
 _STATE_NAMES = {
@@ -117,13 +122,28 @@ def installed_version(extension: Mapping[str, Any]) -> str | None:
     return str(version) if version else None
 
 
-def reached(installed: str, version: str) -> bool:
+def reached(installed: str, version: str, *, rollback: bool = False) -> bool:
     """True when ``installed`` is ``version`` or past it (SemVer precedence, then release, as OLM v1 orders
-    bundles); versions that do not parse are compared as text."""
+    bundles), or, for a ``rollback``, is ``version``; versions that do not parse are compared as text."""
     try:
-        return VersionRelease.parse(installed).sort_key() >= VersionRelease.parse(version).sort_key()
+        order = _compare(installed, version)
     except InvalidVersion:
         return installed.strip() == version.strip()
+    return order == 0 if rollback else order >= 0
+
+
+def is_rollback(version: str, start: object) -> bool:
+    """True when ``version`` is below ``start``, the installed version the revision started from (if a string)."""
+    try:
+        return isinstance(start, str) and bool(start) and _compare(version, start) < 0
+    except InvalidVersion:
+        return False
+
+
+def _compare(left: str, right: str) -> int:
+    """-1, 0 or 1 as ``left`` orders before, with or after ``right`` (raises ``InvalidVersion``)."""
+    a, b = VersionRelease.parse(left).sort_key(), VersionRelease.parse(right).sort_key()
+    return (a > b) - (a < b)
 
 
 def assess(revision: Mapping[str, Any], extension: Mapping[str, Any] | None) -> Assessment:
@@ -139,22 +159,29 @@ def assess(revision: Mapping[str, Any], extension: Mapping[str, Any] | None) -> 
     status = extension.get("status") if isinstance(extension.get("status"), Mapping) else {}
     progressing = find_condition((status or {}).get("conditions"), "Progressing") or {}
     reason, report = str(progressing.get("reason") or ""), str(progressing.get("message") or "")
-    if installed is not None and reached(installed, version):
+    own = revision.get("status") if isinstance(revision.get("status"), Mapping) else {}
+    annotations = (revision.get("metadata") or {}).get("annotations") or {}
+    rollback = ROLLBACK_ANNOTATION in annotations or is_rollback(version, (own or {}).get("fromVersion"))
+    kind = "rollback" if rollback else "upgrade"
+    if installed is not None and reached(installed, version, rollback=rollback):
         past = "" if installed.strip() == version.strip() else f" (installed {installed})"
-        return Assessment(SUCCEEDED, f"{owner} upgraded to {version}{past}", approved, approval, None, installed)
+        done = "rolled back" if rollback else "upgraded"
+        return Assessment(SUCCEEDED, f"{owner} {done} to {version}{past}", approved, approval, None, installed)
     retrying = reason == "Retrying" and report
     moving = f"{owner} from {installed or 'nothing installed'} to {version}"
     if not approved:
-        message = f"upgrade of {moving} is waiting for approval: approve ClusterExtensionRevision {name}"
+        message = f"{kind} of {moving} is waiting for approval: approve ClusterExtensionRevision {name}"
         return Assessment(PENDING, message, approved, approval, None, installed)
     if reason == "Blocked":
-        message = f"upgrade of {moving} failed: ClusterExtension {owner}: {report}"
+        message = f"{kind} of {moving} failed: ClusterExtension {owner}: {report}"
         return Assessment(FAILED, message, approved, approval, None, installed)
     if retrying:
         held = held_reason(report)
-        message = held if held.startswith(f"upgrade of {owner} ") else f"upgrade of {moving} is held: {held}"
+        message = held if held.startswith(f"{kind} of {owner} ") else f"{kind} of {moving} is held: {held}"
         return Assessment(HELD, message, approved, approval, held, installed)
-    return Assessment(PROGRESSING, f"upgrading {moving}", approved, approval, None, installed)
+    return Assessment(
+        PROGRESSING, f"{'rolling back' if rollback else 'upgrading'} {moving}", approved, approval, None, installed
+    )
 
 
 def held_reason(report: str) -> str:
