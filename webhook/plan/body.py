@@ -85,7 +85,14 @@ def _details(change: Change, verdict: str | None) -> list[str]:
         lines += [f"> **Deprecated:** {notice}" for notice in facts.deprecations]
         lines += [""] if facts.deprecations else []
         lines += _about(facts)
-        if change.revision is not None:
+        if change.revision is not None and change.approved:
+            lines.append(
+                f"upgrade-gate approves the ClusterExtensionRevision `{change.revision.name}` (`automerge`): the "
+                "policies admit the approval without a reviewer, so it merges once the forge allows. A commit by "
+                "anyone but upgrade-gate freezes the branch: it is not rebased, updated or merged any more."
+            )
+            lines.append("")
+        elif change.revision is not None:
             lines.append(
                 f"To approve, set `spec.approved: true` in the ClusterExtensionRevision `{change.revision.name}` "
                 "on this branch. A commit by anyone but upgrade-gate freezes the branch: it is not rebased or "

@@ -135,8 +135,9 @@ class Change:
     ``subject`` is the extension name (or ``clustercatalog/<name>`` for a catalog image, ``addon/<name>`` for
     an add-on, ``cluster/<revisions>`` for a group), ``kind`` one of propose/update/remove/catalog-image/
     addon-version/group, ``files`` sorted by path, ``reason`` one sentence (why a removal, how an upgrade is
-    reached), ``facts`` the upgrade's facts for propose/update, ``addon`` an add-on upgrade's facts, and for a
-    group its ``members``: the extensions' own changes, by subject, whose files it writes together.
+    reached), ``facts`` the upgrade's facts for propose/update, ``addon`` an add-on upgrade's facts, for a
+    group its ``members``: the extensions' own changes, by subject, whose files it writes together, and
+    ``approved`` when the revision is proposed ``approved: true`` (the sync loop's automerge).
     """
 
     subject: str
@@ -151,6 +152,7 @@ class Change:
     revision: RevisionProposal | None = None
     addon: AddOnFacts | None = None
     members: tuple[Change, ...] = ()
+    approved: bool = False
 
     @property
     def commit_message(self) -> str:

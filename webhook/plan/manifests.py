@@ -276,8 +276,9 @@ def rfc3339(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def render_revision(proposal: RevisionProposal, available_since: str) -> str:
-    """The ClusterExtensionRevision manifest proposing ``proposal``, ``approved: false``.
+def render_revision(proposal: RevisionProposal, available_since: str, *, approved: bool = False) -> str:
+    """The ClusterExtensionRevision manifest proposing ``proposal``, ``approved: false`` (``true`` when the sync
+    loop's automerge approves it).
 
     ``available_since`` is RFC 3339 UTC. The same arguments always give the same text.
     """
@@ -297,7 +298,7 @@ def render_revision(proposal: RevisionProposal, available_since: str) -> str:
         f"    name: {q(proposal.bundle_name)}\n"
         f"    version: {q(proposal.version)}\n"
         f"  availableSince: {q(available_since)}\n"
-        "  approved: false\n"
+        f"  approved: {'true' if approved else 'false'}\n"
     )
 
 

@@ -56,6 +56,11 @@ Schema (every path is relative to the repository root unless absolute; unknown k
                                              # extension; per-cluster: one for every ClusterExtensionRevision
                                              # change of the cluster (the revisions directory), on branch
                                              # <branchPrefix>cluster/<revisions>
+    automerge:                               # optional: merge a proposal the policies admit without a person
+      enabled: false                         # default false; needs policyCheck. The revision is proposed
+                                             # approved and merged when its approval is admitted for the
+                                             # applier and for no one in particular (upgrade-gate review's rows)
+      change: [patch]                        # the change levels that may merge (patch, minor, major)
 
 With ``addons`` set, ``extensions``, ``revisions`` and ``catalogs`` may be left out together (a repository of
 add-ons only); otherwise they are required.
@@ -89,6 +94,7 @@ DEFAULT_CANARY_SOAK = datetime.timedelta(hours=1)
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 GROUPINGS = ("per-extension", "per-cluster")
+CHANGE_LEVELS = ("patch", "minor", "major")
 _REF_PART = re.compile(r"[A-Za-z0-9_-]([A-Za-z0-9._-]*[A-Za-z0-9_-])?")
 _PLACEMENT = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
@@ -123,6 +129,14 @@ class DashboardConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AutomergeConfig:
+    """Automerge: off unless ``enabled``; only changes of the ``change`` levels (``CHANGE_LEVELS``) merge."""
+
+    enabled: bool = False
+    change: tuple[str, ...] = ("patch",)
+
+
+@dataclass(frozen=True, slots=True)
 class SyncConfig:
     """The parsed ``upgrade-gate.yaml`` (see the module docstring for every key and default)."""
 
@@ -141,6 +155,7 @@ class SyncConfig:
     dashboard: DashboardConfig = field(default_factory=DashboardConfig)
     schedule: tuple[Window, ...] = ()
     grouping: str = GROUPINGS[0]
+    automerge: AutomergeConfig = field(default_factory=AutomergeConfig)
 
 
 def load_config(root: Path) -> SyncConfig:
@@ -180,6 +195,7 @@ _TOP_KEYS = {
     "dashboard",
     "schedule",
     "grouping",
+    "automerge",
 }
 
 
@@ -215,7 +231,21 @@ def parse_config(data: Mapping[str, Any]) -> SyncConfig:
         dashboard=_dashboard(_mapping(data, "dashboard")),
         schedule=_schedule(data),
         grouping=_grouping(data),
+        automerge=_automerge(_mapping(data, "automerge"), policy_check),
     )
+
+
+def _automerge(data: Mapping[str, Any], policy_check: PolicyCheckConfig | None) -> AutomergeConfig:
+    _no_unknown(data, {"enabled", "change"}, "automerge.")
+    default = AutomergeConfig()
+    change = _strings(data, "change", prefix="automerge.") if "change" in data else default.change
+    for level in change:
+        if level not in CHANGE_LEVELS:
+            raise _error("automerge.change", f"must list {', '.join(CHANGE_LEVELS)}, not {level!r}")
+    enabled = _bool(data, "enabled", default.enabled, "automerge.")
+    if enabled and policy_check is None:
+        raise _error("automerge.enabled", "needs policyCheck: the policies decide what merges without a person")
+    return AutomergeConfig(enabled, change)
 
 
 def _grouping(data: Mapping[str, Any]) -> str:

@@ -72,6 +72,7 @@ from webhook.plan import (
     addon_subject,
     branch_action,
     branch_name,
+    matching_files,
     plan_addon,
     plan_catalog_image,
     plan_extension,
@@ -84,6 +85,7 @@ from webhook.plan import (
 )
 from webhook.plan.body import proposed_titles, render_group_body
 from webhook.plan.extensions import GROUP
+from webhook.sync.automerge import Automerge
 from webhook.sync.config import SyncConfig, load_config
 from webhook.sync.dashboard import MARKER, Dashboard, Facts, render, rows
 from webhook.sync.groups import (
@@ -166,6 +168,7 @@ class _Inputs:
     kube_version: str | None
     verdict: Verdict | None
     addon_view: AddOnView | None
+    automerge: Automerge | None
 
 
 class _Cycle:
@@ -263,9 +266,11 @@ class _Cycle:
         for problem in catalogs.problems:
             self._invalid(problem)
         check = config.policy_check
-        verdict = ApprovalCheck(check, root, self.now).verdict if check is not None and self.forge else None
+        approval = ApprovalCheck(check, root, self.now) if check is not None and self.forge else None
         addon_view = cluster if _addons_from_cluster(config) else None
-        return _Inputs(config, catalogs, installed, kube_version, verdict, addon_view)
+        verdict = approval.verdict if approval is not None else None
+        automerge = _automerge(root, config, approval, self.now) if approval is not None else None
+        return _Inputs(config, catalogs, installed, kube_version, verdict, addon_view, automerge)
 
     def _attempt(
         self,
@@ -290,7 +295,7 @@ class _Cycle:
             state = states.get(
                 planned.branch if isinstance(planned, Change) else branch_name(config.branch_prefix, subject)
             )
-            item = self._undeclined(planned, config.base_branch, state)
+            item = self._ready(planned, inputs, state)
             if item is None:
                 continue
             change = item if isinstance(item, Change) else None
@@ -493,6 +498,14 @@ class _Cycle:
                 found[item.subject] = item
         return found
 
+    def _ready(self, item: Change | Outcome, inputs: _Inputs, state: BranchState | None) -> Change | Outcome | None:
+        """A plan item as it goes to its branch: a group without the members a person declined
+        (``_undeclined``), a change approved when automerge qualifies it."""
+        ready = self._undeclined(item, inputs.config.base_branch, state)
+        if isinstance(ready, Change) and inputs.automerge is not None:
+            return inputs.automerge.approve(ready) or ready
+        return ready
+
     def _undeclined(self, item: Change | Outcome, base: str, state: BranchState | None) -> Change | Outcome | None:
         """A group without the members a person declined (each reported skipped); an outcome when none is left
         and its branch exists, ``None`` when none is left and there is no branch. Any other item as it is."""
@@ -578,6 +591,9 @@ class _Cycle:
             with self.timed("forge"):
                 pull = self._ensure_pull(forge, pull, item, inputs)
             self.open_pulls[branch] = pull
+        if forge is not None and pull is not None and action != PUSH and not opened and _approved(item):
+            self._merge(forge, pull, item)
+            return
         proposed = set(before.changes or ()) if before is not None else set()
         for member in item.members or (item,):
             fresh = action == PUSH and not (item.members and set(member.files) <= proposed)
@@ -595,6 +611,31 @@ class _Cycle:
                 member.to_version,
                 pull_request=pull.url if pull else None,
                 diff=diff,
+            )
+
+    def _merge(self, forge: Forge, pull: PullRequest, change: Change) -> None:
+        """Merge the pull request of a change automerge approved, and report each member merged; a refusal is a
+        warning of the report (the members stay as they are), and the next cycle tries again."""
+        try:
+            with self.timed("forge"):
+                forge.merge_pull_request(pull)
+        except GitError as error:
+            self.warnings.append(str(error))
+            why = f"branch {change.branch} already proposes this; automerge: the forge did not merge it yet"
+            merged = False
+        else:
+            self.open_pulls.pop(change.branch, None)
+            why = "automerged: the policies admit approving it without a reviewer"
+            merged = True
+        for member in change.members or (change,):
+            self.entries[member.subject] = Entry(
+                member.subject,
+                MERGED if merged else "unchanged",
+                why,
+                change.branch,
+                member.from_version,
+                member.to_version,
+                pull_request=pull.url,
             )
 
     def _invalid(self, problem: Problem) -> None:
@@ -617,6 +658,22 @@ class _Cycle:
         if pull.title != change.title or pull.body != body:
             return forge.update_pull_request(pull, change.title, body)
         return pull
+
+
+def _automerge(root: Path, config: SyncConfig, approval: ApprovalCheck, now: datetime.datetime) -> Automerge | None:
+    """The automerge decision of the cycle when ``automerge.enabled``: the policies the policy check loaded, and
+    the base branch's ClusterExtensions and revisions as read from the checked-out tree."""
+    if not config.automerge.enabled:
+        return None
+    files = matching_files(root, (*config.extensions, config.revisions))
+    texts = {file: read_text(root / file) for file in files}
+    applier = approval.config.applier
+    return Automerge(approval.policies, applier, config.author_name, config.automerge.change, now, texts)
+
+
+def _approved(change: Change) -> bool:
+    """Whether automerge approved ``change`` (every member of a group)."""
+    return all(member.approved for member in change.members or (change,))
 
 
 def _addons_from_cluster(config: SyncConfig) -> bool:

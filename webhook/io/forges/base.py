@@ -83,11 +83,10 @@ class Forge(Protocol):
         """Close a pull request without merging it, ``AUTOCLOSED`` appended to its title."""
 
     def merge_pull_request(self, pull: PullRequest) -> None:
-        """Merge an open pull request at its ``head_sha`` (when known: the forge refuses once the head moved).
-        Raises ``GitError`` ``<forge>: cannot write the merge of pull request #<n>: ...`` (GitLab: merge request
-        ``!<n>``); a pull request the
-        forge will not merge (closed, conflicting, checks failing, head moved) answers HTTP 405, 409 or 422
-        (GitLab also 406), which the message gives."""
+        """Merge an open pull request at its ``head_sha`` (when known: the forge refuses once the head moved). Raises
+        ``GitError`` ``<forge>: cannot write the merge of pull request #<n>: ...`` (GitLab: merge request ``!<n>``);
+        a pull request the forge will not merge (closed, conflicting, checks failing, head moved) answers HTTP 405,
+        409 or 422 (GitLab also 406), which the message gives."""
 
     def pull_request(self, number: int) -> PullRequest:
         """Pull request ``number`` with its head and base commits."""

@@ -1,0 +1,104 @@
+"""Automerge (``automerge`` in ``upgrade-gate.yaml``, off by default): which proposals merge without a person,
+decided as ``upgrade-gate review`` decides a pull request (``webhook.plan.review``).
+
+A proposal qualifies when it proposes a ClusterExtensionRevision (propose or update) whose upgrade is of one of
+the ``automerge.change`` levels (the most significant semver part that differs between the installed and the
+target version: ``patch`` by default), and when the policies admit its approval with no person involved: the
+revision is proposed ``approved: true`` and every request applying the change makes (against the base branch's
+ClusterExtensions and revisions, as the cluster stores them) is admitted for the GitOps applier
+(``policyCheck.applier``) and for the approving "reviewer" being the bot itself (its git author name, group
+``system:authenticated``: no one in particular). The bundled policies admit an approval only for a member of
+``approverGroups``, or for a trusted applier on the strength of a person's review in Git, so with them nothing
+ever qualifies. A group (``grouping: per-cluster``) qualifies when every member does. Pure: texts in, a change
+out.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from webhook.errors import InputError
+from webhook.plan import (
+    AUTHENTICATED,
+    PROPOSE,
+    UPDATE,
+    Change,
+    FileChange,
+    Identity,
+    Review,
+    Reviewer,
+    object_changes,
+    read_manifests,
+    review,
+)
+from webhook.plan.extensions import GROUP
+from webhook.plan.manifests import render_revision
+from webhook.policy import PolicySet
+from webhook.sync.groups import group_change
+from webhook.versions import parse_version
+
+_PARTS = ("major", "minor", "patch")
+
+
+@dataclass(frozen=True, slots=True)
+class Automerge:
+    """The automerge decision of one cycle: the policy set, the GitOps ``applier``, the bot's user name, the
+    change ``levels`` that may merge, the cycle's time, and ``texts``: the base branch's governed manifests
+    (``{file: text}``: the ClusterExtensions and revisions)."""
+
+    policies: PolicySet
+    applier: Identity
+    bot: str
+    levels: tuple[str, ...]
+    now: datetime.datetime
+    texts: Mapping[str, str]
+
+    def approve(self, change: Change) -> Change | None:
+        """``change`` with its revision (each member's, for a group) written ``approved: true`` when it qualifies
+        (see the module docstring), else ``None``."""
+        members = [self._approved(member) for member in change.members or (change,)]
+        kept = [member for member in members if member is not None]
+        if len(kept) != len(members):
+            return None
+        return group_change(change.subject, change.branch, kept) if change.kind == GROUP else kept[0]
+
+    def _approved(self, change: Change) -> Change | None:
+        facts, revision = change.facts, change.revision
+        if change.kind not in (PROPOSE, UPDATE) or facts is None or revision is None:
+            return None
+        if change_level(facts.installed_version, facts.version) not in self.levels:
+            return None
+        text = render_revision(revision, facts.available_since, approved=True)
+        files = tuple(f if f.content is None else FileChange(f.path, text) for f in change.files)
+        return replace(change, files=files, approved=True) if self._admitted(files) else None
+
+    def _admitted(self, files: tuple[FileChange, ...]) -> bool:
+        """Whether every request applying ``files`` over the base makes is admitted, an approval among them, for
+        the applier and for the bot as the only reviewer."""
+        head = dict(self.texts)
+        for change in files:
+            if change.content is None:
+                head.pop(change.path, None)
+            else:
+                head[change.path] = change.content
+        base, after = read_manifests(self.texts), read_manifests(head)
+        changes, problems = object_changes(base.objects, after.objects)
+        if problems or after.problems:
+            return False
+        reviewer = Reviewer(Identity(self.bot, (AUTHENTICATED,)), note="automerge")
+        inputs = Review(changes, base.objects, self.policies, self.applier, (reviewer,), self.now, texts=head)
+        rows = review(inputs)
+        approved = any(row.role == "reviewer" and row.verdict == "admitted" for row in rows)
+        return approved and not any(row.failing for row in rows)
+
+
+def change_level(installed: str, target: str) -> str:
+    """The most significant of major, minor and patch that differs between two semver versions; ``none`` when
+    they agree on all three (or either is not semver)."""
+    try:
+        before, after = parse_version(installed), parse_version(target)
+    except InputError:
+        return "none"
+    return next((part for part in _PARTS if getattr(before, part) != getattr(after, part)), "none")
