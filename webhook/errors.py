@@ -25,7 +25,8 @@
     ├── GitError                     a git command or a forge call failed
     └── ClusterError                 the Kubernetes API could not be reached or refused
         ├── Expired                  a watch's resourceVersion is too old (HTTP 410): relist
-        └── NotServed                the API server does not serve the kind (HTTP 404)
+        ├── NotServed                the API server does not serve the kind (HTTP 404)
+        └── Forbidden                the API server forbids the call (HTTP 403: RBAC)
 
 Outside the tree, on purpose a ``BaseException`` so that no ``except Exception`` (CEL error absorption, a
 library's catch-all) can swallow it: ``DeadlineExceeded``, the request deadline passed during an evaluation; the
@@ -151,6 +152,10 @@ class Expired(ClusterError):
 
 class NotServed(ClusterError):
     """The API server does not serve the kind (HTTP 404: its CRD is not installed)."""
+
+
+class Forbidden(ClusterError):
+    """The API server forbids the call (HTTP 403): the caller's RBAC does not allow it."""
 
 
 class DeadlineExceeded(BaseException):

@@ -310,3 +310,26 @@ def test_the_olm_namespace_passes_where_operator_controller_runs_in_it_or_nowher
     _operator_controller_in(server, "olmv1-system")
     _operator_controller_in(server, "openshift-operator-controller")
     assert _render(cluster)  # found in olmNamespace: the other one does not matter
+
+
+def test_the_webhook_may_read_the_settings_where_the_bindings_name_them_once_that_namespace_exists(
+    server: ApiServer, cluster: helm.Config
+) -> None:
+    """The bundled bindings read ``upgrade-gate-settings`` in ``upgrade-gate-system``; the release lives elsewhere.
+    Where that namespace exists, the chart lets the webhook read ConfigMaps there (a Role beside the settings);
+    where it does not, nothing is rendered into it and the settings beside the policies apply."""
+
+    def settings_roles(values: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+        texts = [text for path, text in _render(cluster, values).items() if not path.endswith("NOTES.txt")]
+        objects = [doc for text in texts for doc in yaml.safe_load_all(text) if doc]
+        return [
+            (o["kind"], o["metadata"]["namespace"])
+            for o in objects
+            if o["kind"] in ("Role", "RoleBinding") and o["metadata"]["name"].endswith("-webhook-settings")
+        ]
+
+    server.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-settings"}}])
+    assert settings_roles({"policies": {"settingsNamespace": "absent-settings"}}) == []
+    expected = [("Role", "team-settings"), ("RoleBinding", "team-settings")]
+    assert settings_roles({"policies": {"settingsNamespace": "team-settings"}}) == expected
+    assert settings_roles({"policies": {"settingsNamespace": NAMESPACE}}) == [], "the release's own Role covers it"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.io.kube.fakeapi import JsonHandler, serving
-from webhook.errors import ClusterError, Expired, NotServed
+from webhook.errors import ClusterError, Expired, Forbidden, NotServed
 from webhook.io.kube.cache import ApiSource, Resource, WatchCache, policy_resources
 from webhook.objects import KubeObject, LabelSelector
 from webhook.policy.loader import load_policy_set
@@ -102,6 +102,19 @@ def test_a_kind_the_cluster_does_not_serve_is_synced_and_empty() -> None:
     eventually(lambda: not cache.unsynced())
     cache.stop()
     assert cache.list(REVISIONS.api_version, REVISIONS.kind) == []
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_a_forbidden_param_kind_is_synced_empty_and_any_other_kind_stays_unsynced(fallback: bool) -> None:
+    """Params the service account may not read give way to the param objects beside the policies; a lookup kind
+    it may not read holds readiness back (a policy would decide on nothing)."""
+    source = Scripted(lists=[Forbidden("ConfigMap.v1 in settings: forbidden")] * 50, watches=[])
+    configmaps = Resource("v1", "ConfigMap", "configmaps", "settings", fallback=fallback)
+    cache = WatchCache(source, [configmaps], backoff_s=(0.01, 0.01)).start()
+    time.sleep(0.2)
+    cache.stop()
+    assert cache.unsynced() == ([] if fallback else ["ConfigMap.v1 in settings"])
+    assert cache.list("v1", "ConfigMap") == []
 
 
 def test_namespaced_objects_are_found_in_their_namespace_only() -> None:
@@ -195,6 +208,23 @@ def test_the_api_source_lists_and_watches_through_the_kubernetes_client() -> Non
     assert requests[1] == "/api/v1/namespaces?watch=true&resourceVersion=10&allowWatchBookmarks=true&timeoutSeconds=5"
 
 
+class RefusingApiserver(JsonHandler):
+    """Every GET answered as the API server answers what RBAC does not allow, or a kind it does not serve."""
+
+    def do_GET(self) -> None:
+        code = 404 if "/apis/" in self.path else 403
+        self.answer(code, {"kind": "Status", "code": code, "reason": "Forbidden" if code == 403 else "NotFound"})
+
+
+def test_the_api_source_tells_a_forbidden_list_from_a_kind_not_served() -> None:
+    with serving(RefusingApiserver) as (api_client, _):
+        source = ApiSource(api_client)
+        with pytest.raises(Forbidden, match=re.escape("ConfigMap.v1 in ug: forbidden")):
+            source.list(Resource("v1", "ConfigMap", "configmaps", "ug"))
+        with pytest.raises(NotServed):
+            source.list(REVISIONS)
+
+
 def test_the_cache_watches_every_kind_the_bundled_policies_look_up() -> None:
     """A lookup of an unwatched kind finds nothing in a cluster (the canary gate would see no canaries)."""
     calls = re.findall(
@@ -206,7 +236,7 @@ def test_the_cache_watches_every_kind_the_bundled_policies_look_up() -> None:
     watched = {(resource.api_version, resource.kind) for resource in resources if resource.namespace is None}
     assert set(calls) <= watched
     params = [resource for resource in resources if resource.namespace is not None]
-    assert params == [Resource("v1", "ConfigMap", "configmaps", "upgrade-gate-system")], "where the bindings name it"
+    assert params == [Resource("v1", "ConfigMap", "configmaps", "upgrade-gate-system", fallback=True)], "as named"
 
 
 def test_a_kind_read_everywhere_is_watched_in_every_namespace_and_a_param_kind_where_its_binding_names_it() -> None:
@@ -218,6 +248,6 @@ def test_a_kind_read_everywhere_is_watched_in_every_namespace_and_a_param_kind_w
     assert policy_resources(reads, "ug") == (
         Resource("v1", "Namespace", "namespaces"),
         Resource("example.com/v1", "Policy", "policies"),
-        Resource("v1", "Secret", "secrets", "ug"),
-        Resource("v1", "ConfigMap", "configmaps", "settings"),
+        Resource("v1", "Secret", "secrets", "ug", fallback=True),
+        Resource("v1", "ConfigMap", "configmaps", "settings", fallback=True),
     )

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from kubernetes.watch.watch import iter_resp_lines
 
 from webhook import logs
-from webhook.errors import ClusterError, Expired, NotServed
+from webhook.errors import ClusterError, Expired, Forbidden, NotServed
 from webhook.objects import KubeObject, LabelSelector, plural_of
 from webhook.policy import ClusterReads
 
@@ -41,12 +41,15 @@ NOT_SERVED_RECHECK_S = 60
 @dataclass(frozen=True, slots=True)
 class Resource:
     """A watched kind: ``api_version`` (``v1``, ``group/version``), ``kind``, ``plural``, and ``namespace``
-    to watch one namespace only (``None``: all namespaces, or a cluster-scoped kind)."""
+    to watch one namespace only (``None``: all namespaces, or a cluster-scoped kind). ``fallback``: a param kind,
+    for which other objects stand in: when the API server forbids reading it, it counts as synced and empty (and
+    a warning says so), so the param objects beside the policies apply instead of readiness failing."""
 
     api_version: str
     kind: str
     plural: str
     namespace: str | None = None
+    fallback: bool = False
 
     def path(self) -> str:
         """The collection's API path, e.g. ``/apis/olm.operatorframework.io/v1/clusterextensions``."""
@@ -62,12 +65,13 @@ def policy_resources(reads: ClusterReads, namespace: str) -> tuple[Resource, ...
     """The resources to watch for a policy set that ``reads`` these kinds (``webhook.policy.lookups``): each kind
     read everywhere in all namespaces, each namespaced param kind in the namespace its bindings' ``paramRef``
     names, as the API server reads it (``namespace``, the deployment's own, where none is named). The chart's
-    Role lets the webhook read its params in its own namespace: a ``paramRef`` naming another namespace needs a
-    Role there, else that resource never syncs and ``/readyz`` says so. A kind's resource is its default plural
+    Role lets the webhook read its params in its own namespace and the settings namespace; where it may not read
+    them, the param objects beside the policies apply (``Resource.fallback``). A kind's resource is its default plural
     (``objects.plural_of``), as Kubernetes and CRDs name them."""
     everywhere = [Resource(api_version, kind, plural_of(kind)) for api_version, kind in reads.everywhere]
     params = dict.fromkeys(
-        Resource(api_version, kind, plural_of(kind), named or namespace) for api_version, kind, named in reads.params
+        Resource(api_version, kind, plural_of(kind), named or namespace, fallback=True)
+        for api_version, kind, named in reads.params
     )
     return (*everywhere, *params)
 
@@ -108,6 +112,8 @@ class ApiSource:
             raise Expired(f"{resource}: resourceVersion expired")
         if answer.status == 404:
             raise NotServed(f"{resource}: not served by this cluster")
+        if answer.status == 403:
+            raise Forbidden(f"{resource}: forbidden (HTTP 403): the service account may not list it")
         if answer.status >= 400:
             raise ClusterError(f"{resource}: HTTP {answer.status} {answer.reason}")
         return answer.response
@@ -225,6 +231,19 @@ class WatchCache:
         except NotServed as error:
             # An absent kind has no objects; being synced, it does not hold readiness back. Checked again later.
             log.warning("kind not served; looked up as empty", extra=logs.fields({logs.ERROR: str(error)}))
+            self._objects[resource] = MappingProxyType({})
+            self._stop.wait(min(self.resync_s, NOT_SERVED_RECHECK_S))
+            return
+        except Forbidden as error:
+            if not resource.fallback:
+                raise
+            # Params the webhook may not read: the param objects beside the policies apply. Checked again later.
+            if self._failing.get(resource) != str(error):
+                log.warning(
+                    "params not readable; the param objects beside the policies apply",
+                    extra=logs.fields({logs.RESOURCE: str(resource), logs.ERROR: str(error)}),
+                )
+            self._failing[resource] = str(error)
             self._objects[resource] = MappingProxyType({})
             self._stop.wait(min(self.resync_s, NOT_SERVED_RECHECK_S))
             return
