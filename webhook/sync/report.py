@@ -66,7 +66,8 @@ class Report:
     """What a cycle did: the base branch and commit it read, every entry (sorted by subject), and the seconds
     spent per phase (``fetch``, ``read``, ``catalogs``, ``resolve``, ``cluster`` (add-on lookups), ``plan`` (add-on
     planning), ``git``, ``forge``); the ``dashboard`` when configured, and ``warnings``: one line per write that
-    failed without failing the cycle (the dashboard issue), which the next cycle writes again."""
+    failed without failing the cycle (the dashboard issue, an automerge the forge refused), which the next cycle
+    tries again."""
 
     base: str
     commit: str
