@@ -110,7 +110,12 @@ class World:
         return SyncOptions(**values)  # type: ignore[arg-type]
 
     def sync(self, **changes: object) -> Report:
-        return run_cycle(self.options(**changes))
+        """One cycle; then the forge sees the branches' heads, as a real forge updates pull requests on a push."""
+        report = run_cycle(self.options(**changes))
+        branches = self.branches()
+        for branch, head in branches.items():
+            self.forge.pushed(branch, head, branches["main"])
+        return report
 
     def branches(self) -> dict[str, str]:
         output = git(self.remote, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads")

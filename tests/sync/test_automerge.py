@@ -72,6 +72,13 @@ def automerging(world: World, policies: list[str], **automerge: object) -> None:
     world.github.on_merge = lambda number: world.merge(world.github.pulls[number]["head"]["ref"])
 
 
+def past_the_soak(world: World) -> None:
+    """A cycle proposes what is due; two days later, past a 24h soak, the next pushes what qualifies approved."""
+    world.sync()
+    world.now += datetime.timedelta(days=2)
+    world.sync()
+
+
 def approved(world: World, branch: str, path: str) -> object:
     text = world.show(branch, path)
     assert text is not None, f"{path} is not on {branch}"
@@ -131,9 +138,7 @@ def test_with_the_bundled_policies_automerge_never_merges_even_for_a_trusted_app
 def test_a_merge_the_forge_refuses_is_one_warning_and_the_next_cycle_merges(world: World) -> None:
     world.write("gate/patch-after-soak.yaml", PATCH_AFTER_SOAK)
     automerging(world, ["gate/patch-after-soak.yaml"])
-    world.sync()
-    world.now += datetime.timedelta(days=2)
-    world.sync()
+    past_the_soak(world)
     [pull] = [p for p in world.github.open_pulls() if p["head"]["ref"] == CRUNCHY]
     world.github.unmergeable.add(pull["number"])  # a required check fails, or the branch conflicts
     report = world.sync()
@@ -150,9 +155,7 @@ def test_a_merge_the_forge_refuses_is_one_warning_and_the_next_cycle_merges(worl
 def test_change_limits_which_levels_merge(world: World) -> None:
     world.write("gate/patch-after-soak.yaml", PATCH_AFTER_SOAK.replace("== 'patch'", "in ['patch', 'minor']"))
     automerging(world, ["gate/patch-after-soak.yaml"], change=["minor"])
-    world.sync()
-    world.now += datetime.timedelta(days=2)
-    world.sync()
+    past_the_soak(world)
     cnpg = ("upgrade-gate/cloudnative-pg", "clusters/prod/revisions/cloudnative-pg-1.30.0.yaml")
     assert (approved(world, *cnpg), approved(world, CRUNCHY, CRUNCHY_REVISION)) == (True, False)
 
@@ -163,9 +166,7 @@ def test_a_group_merges_when_every_member_qualifies(world: World) -> None:
     path.write_text(path.read_text().replace('version: ">=1.29.0, <2.0.0"', 'version: "1.29.2"'))
     grouping(world, "per-cluster")
     automerging(world, ["gate/patch-after-soak.yaml"])
-    world.sync()
-    world.now += datetime.timedelta(days=2)
-    world.sync()
+    past_the_soak(world)
     found = entries(world.sync())
     assert found["crunchy-postgres-operator"].action == "merged"
     world.pull()
@@ -192,3 +193,16 @@ def test_automerge_is_off_by_default_and_needs_the_policy_check() -> None:
 )
 def test_the_change_level_is_the_first_semver_part_that_differs(installed: str, target: str, level: str) -> None:
     assert change_level(installed, target) == level
+
+
+def test_only_the_commit_the_cycle_verified_is_merged(world: World) -> None:
+    world.write("gate/patch-after-soak.yaml", PATCH_AFTER_SOAK)
+    automerging(world, ["gate/patch-after-soak.yaml"])
+    past_the_soak(world)
+    verified = world.branches()[CRUNCHY]
+    world.github.pushed(CRUNCHY, "f" * 40, world.branches()["main"])  # the forge already has a newer head
+    report = world.sync()
+    assert entries(report)["crunchy-postgres-operator"].action == "unchanged"
+    [warning] = report.warnings
+    assert ": HTTP 409 " in warning
+    assert world.branches()[CRUNCHY] == verified

@@ -16,7 +16,6 @@ out.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from webhook.errors import InputError
@@ -27,6 +26,7 @@ from webhook.plan import (
     Change,
     FileChange,
     Identity,
+    Manifests,
     Review,
     Reviewer,
     object_changes,
@@ -45,15 +45,15 @@ _PARTS = ("major", "minor", "patch")
 @dataclass(frozen=True, slots=True)
 class Automerge:
     """The automerge decision of one cycle: the policy set, the GitOps ``applier``, the bot's user name, the
-    change ``levels`` that may merge, the cycle's time, and ``texts``: the base branch's governed manifests
-    (``{file: text}``: the ClusterExtensions and revisions)."""
+    change ``levels`` that may merge, the cycle's time, and ``base``: the base branch's ClusterExtensions and
+    revisions (``webhook.plan.read_manifests``)."""
 
     policies: PolicySet
     applier: Identity
     bot: str
     levels: tuple[str, ...]
     now: datetime.datetime
-    texts: Mapping[str, str]
+    base: Manifests
 
     def approve(self, change: Change) -> Change | None:
         """``change`` with its revision (each member's, for a group) written ``approved: true`` when it qualifies
@@ -77,18 +77,15 @@ class Automerge:
     def _admitted(self, files: tuple[FileChange, ...]) -> bool:
         """Whether every request applying ``files`` over the base makes is admitted, an approval among them, for
         the applier and for the bot as the only reviewer."""
-        head = dict(self.texts)
-        for change in files:
-            if change.content is None:
-                head.pop(change.path, None)
-            else:
-                head[change.path] = change.content
-        base, after = read_manifests(self.texts), read_manifests(head)
-        changes, problems = object_changes(base.objects, after.objects)
-        if problems or after.problems:
+        written = {change.path: change.content for change in files if change.content is not None}
+        added = read_manifests(written)
+        paths = {change.path for change in files}
+        head = [*(m for m in self.base.objects if m.file not in paths), *added.objects]
+        changes, problems = object_changes(self.base.objects, head)
+        if problems or added.problems:
             return False
         reviewer = Reviewer(Identity(self.bot, (AUTHENTICATED,)), note="automerge")
-        inputs = Review(changes, base.objects, self.policies, self.applier, (reviewer,), self.now, texts=head)
+        inputs = Review(changes, self.base.objects, self.policies, self.applier, (reviewer,), self.now, texts=written)
         rows = review(inputs)
         approved = any(row.role == "reviewer" and row.verdict == "admitted" for row in rows)
         return approved and not any(row.failing for row in rows)

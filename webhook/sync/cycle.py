@@ -79,6 +79,7 @@ from webhook.plan import (
     plan_orphans,
     read_addons,
     read_extensions,
+    read_manifests,
     read_revisions,
     render_body,
     rfc3339,
@@ -591,8 +592,9 @@ class _Cycle:
             with self.timed("forge"):
                 pull = self._ensure_pull(forge, pull, item, inputs)
             self.open_pulls[branch] = pull
-        if forge is not None and pull is not None and action != PUSH and not opened and _approved(item):
-            self._merge(forge, pull, item)
+        kept = before is not None and action != PUSH and not opened
+        if forge is not None and pull is not None and before is not None and kept and _approved(item):
+            self._merge(forge, replace(pull, head_sha=before.head), item)  # the commit this cycle found approved
             return
         proposed = set(before.changes or ()) if before is not None else set()
         for member in item.members or (item,):
@@ -666,9 +668,9 @@ def _automerge(root: Path, config: SyncConfig, approval: ApprovalCheck, now: dat
     if not config.automerge.enabled:
         return None
     files = matching_files(root, (*config.extensions, config.revisions))
-    texts = {file: read_text(root / file) for file in files}
+    base = read_manifests({file: read_text(root / file) for file in files})
     applier = approval.config.applier
-    return Automerge(approval.policies, applier, config.author_name, config.automerge.change, now, texts)
+    return Automerge(approval.policies, applier, config.author_name, config.automerge.change, now, base)
 
 
 def _approved(change: Change) -> bool:

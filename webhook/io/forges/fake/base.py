@@ -150,6 +150,10 @@ class FakeForge(abc.ABC):
         """Point a pull request at these head and base commits (after a push to its branch)."""
 
     @abc.abstractmethod
+    def pushed(self, branch: str, head_sha: str, base_sha: str) -> None:
+        """A push to ``branch``: its open pull requests now point at these commits, as the forge updates them."""
+
+    @abc.abstractmethod
     def approve(self, number: int, login: str) -> None:
         """``login`` approves pull request ``number``."""
 

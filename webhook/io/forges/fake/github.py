@@ -113,6 +113,12 @@ class FakeGitHub(FakeForge):
         """Point pull request ``number`` at these head and base commits (after a push to its branch)."""
         self.pulls[number]["head"]["sha"], self.pulls[number]["base"]["sha"] = head_sha, base_sha
 
+    def pushed(self, branch: str, head_sha: str, base_sha: str) -> None:
+        """A push to ``branch``: its open pull requests now point at these commits (``head.sha``, ``base.sha``)."""
+        for pull in self.open_pulls():
+            if pull["head"]["ref"] == branch:
+                self.set_commits(int(pull["number"]), head_sha, base_sha)
+
     def rate_limit(self, only: str = "") -> None:
         """Refuse as GitHub does once the primary rate limit is spent: 403, ``x-ratelimit-remaining: 0`` and
         ``x-ratelimit-reset`` (2026-03-01T13:00:00Z as UTC epoch seconds)."""

@@ -109,6 +109,12 @@ class FakeGitLab(FakeForge):
             sha=head_sha, diff_refs={"base_sha": base_sha, "head_sha": head_sha, "start_sha": base_sha}
         )
 
+    def pushed(self, branch: str, head_sha: str, base_sha: str) -> None:
+        """A push to ``branch``: its opened merge requests now point at these commits (``sha``, ``diff_refs``)."""
+        for request in self.open_pulls():
+            if request["source_branch"] == branch:
+                self.set_commits(int(request["iid"]), head_sha, base_sha)
+
     def rate_limit(self, only: str = "") -> None:
         """Refuse as GitLab does once a rate limit is spent: 429 with ``Retry-After: 60`` and ``RateLimit-*``."""
         headers = {"retry-after": "60", "ratelimit-limit": "2000", "ratelimit-remaining": "0"}
