@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.sync.conftest import ROOT, World
-from tests.sync.test_grouping import CRUNCHY, entries, grouping, unpin_crunchy
+from tests.sync.test_grouping import CRUNCHY, GROUP, entries, grouping, unpin_crunchy
 from webhook.errors import InputError
 from webhook.sync.automerge import change_level
 from webhook.sync.config import AutomergeConfig, parse_config
@@ -62,14 +62,15 @@ spec:
 """
 
 
-def automerging(world: World, policies: list[str], **automerge: object) -> None:
-    """Two upgrades due (a patch and a minor one), checked against ``policies``, automerge on."""
+def automerging(world: World, policies: list[str], merging: str = CRUNCHY, **automerge: object) -> None:
+    """Two upgrades due (a patch and a minor one), checked against ``policies``, automerge on; a merge through
+    the forge merges ``merging`` in Git."""
     unpin_crunchy(world)
     settings = {"enabled": True, **automerge}
     world.set_config(lambda text: f"{text}policyCheck: {json.dumps({'policies': policies})}\n")
     world.set_config(lambda text: f"{text}automerge: {json.dumps(settings)}\n")
     world.push("automerge")
-    world.github.on_merge = lambda number: world.merge(world.github.pulls[number]["head"]["ref"])
+    world.forge.on_merge = lambda _: world.merge(merging)
 
 
 def past_the_soak(world: World) -> None:
@@ -165,7 +166,7 @@ def test_a_group_merges_when_every_member_qualifies(world: World) -> None:
     path = world.human / "clusters/prod/extensions/cloudnative-pg.yaml"
     path.write_text(path.read_text().replace('version: ">=1.29.0, <2.0.0"', 'version: "1.29.2"'))
     grouping(world, "per-cluster")
-    automerging(world, ["gate/patch-after-soak.yaml"])
+    automerging(world, ["gate/patch-after-soak.yaml"], GROUP)
     past_the_soak(world)
     found = entries(world.sync())
     assert found["crunchy-postgres-operator"].action == "merged"
@@ -206,3 +207,14 @@ def test_only_the_commit_the_cycle_verified_is_merged(world: World) -> None:
     [warning] = report.warnings
     assert ": HTTP 409 " in warning
     assert world.branches()[CRUNCHY] == verified
+
+
+def test_automerge_merges_on_both_forges(forge_world: World) -> None:
+    world = forge_world
+    world.write("gate/patch-after-soak.yaml", PATCH_AFTER_SOAK)
+    automerging(world, ["gate/patch-after-soak.yaml"])
+    past_the_soak(world)
+    assert entries(world.sync())["crunchy-postgres-operator"].action == "merged"
+    world.pull()
+    assert approved(world, "main", CRUNCHY_REVISION) is True
+    assert len([r for r in world.forge.requests if r.startswith("PUT ") and r.endswith("/merge")]) == 1
