@@ -3,14 +3,18 @@
 Metrics, on the webhook's conventions (``webhook.serve.metrics``: ``upgrade_gate_`` prefix, base units, one
 registry per instance):
 
-- ``upgrade_gate_controller_reconciles_total{result}``: reconciles of a ClusterExtension, ``result`` ``ok`` or
-  ``retry`` (it failed and was queued again with backoff);
+- ``upgrade_gate_controller_reconciles_total{result}``: reconciles of a ClusterExtension (or ManagedClusterAddOn),
+  ``result`` ``ok`` or ``retry`` (it failed and was queued again with backoff);
 - ``upgrade_gate_controller_queue_depth``: ClusterExtensions waiting to be reconciled;
 - ``upgrade_gate_controller_revisions{state}``: ClusterExtensionRevisions by the state their status reports
   (``pending approval``, ``progressing``, ``succeeded``, ``failed``, ``unknown`` before a first status);
+- ``upgrade_gate_controller_addons{state}``: ManagedClusterAddOns by their ``Progressing`` condition (``installing``,
+  ``upgrading``, ``rolling back``, ``succeeded``, ``failed``, ``unknown``), only where the hub serves the add-on
+  installVersion lifecycle (``webhook.controller.addonwatch``);
 - ``upgrade_gate_controller_leader``: 1 while this replica holds the Lease;
 - ``upgrade_gate_controller_api_requests_total{verb}``: requests to the Kubernetes API (``list`` and ``watch`` of
-  the watch caches; ``post``, ``patch``, ``delete`` of the writes; the Lease's own calls are not counted);
+  the watch caches; ``get`` of the ManagedClusterAddOn CRD; ``post``, ``patch``, ``delete`` of the writes; the
+  Lease's own calls are not counted);
 - ``upgrade_gate_controller_unapproved_upgrades_total``: installed versions that changed with no approved revision
   (``webhook.controller.breach``), counted by the leader;
 - ``upgrade_gate_controller_gate_check{check,result}``: the doctor's checks as the leader last ran them, 1 for each
@@ -53,6 +57,12 @@ class Metrics:
             ["state"],
             registry=self.registry,
         )
+        self.addons = Gauge(
+            "upgrade_gate_controller_addons",
+            "ManagedClusterAddOns by the state of their Progressing condition (the add-on installVersion lifecycle).",
+            ["state"],
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "upgrade_gate_controller_leader", "1 while this replica holds the Lease, else 0.", registry=self.registry
         )
@@ -76,7 +86,7 @@ class Metrics:
         ProcessCollector(registry=self.registry)
 
     def count_request(self, verb: str) -> None:
-        """Count one API request of ``verb`` (``list``, ``watch``, ``post``, ``patch``, ``delete``)."""
+        """Count one API request of ``verb`` (``list``, ``watch``, ``get``, ``post``, ``patch``, ``delete``)."""
         self.api_requests.labels(verb).inc()
 
 

@@ -60,7 +60,8 @@ CATALOG_KEY = "clustercatalog/"
 
 
 class ClusterReads(Protocol):
-    """What catalog image templates read from the cluster (``webhook.io.kube.cluster.Cluster``)."""
+    """What catalog image templates and the add-on lifecycle read from the cluster
+    (``webhook.io.kube.cluster.Cluster``)."""
 
     def server_version(self) -> str:
         """The API server's ``gitVersion``."""
@@ -68,6 +69,10 @@ class ClusterReads(Protocol):
 
     def get_object(self, api_version: str, kind: str, name: str, namespace: str) -> Mapping[str, Any] | None:
         """One object, or ``None``."""
+        ...
+
+    def custom_resource_definition(self, name: str) -> dict[str, Any] | None:
+        """The CustomResourceDefinition ``name``, or ``None`` (``webhook.controller.addonwatch``)."""
         ...
 
 

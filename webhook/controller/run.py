@@ -6,6 +6,10 @@
   mode every ClusterExtension). Each cache relists every
   ``resync_s`` (30 minutes by default), which queues everything again: the periodic resync costs one LIST per
   kind, and reconciling unchanged objects costs no request at all.
+* **Add-ons.** Where the hub serves the add-on installVersion lifecycle (its ManagedClusterAddOn CRD has
+  ``status.currentVersion``), ``AddOnLifecycle`` watches ManagedClusterAddOns and their ManifestWorks and queues
+  keys ``managedclusteraddon/<namespace>/<name>`` on the same queue, for the same workers
+  (``webhook.controller.addonwatch``); elsewhere it reads one CRD now and then and does nothing else.
 * **Leader.** With leader election, only the replica holding the Lease (``LeaseElector``, client-go's rules)
   reconciles; the others keep their caches warm and take over when the Lease expires. A new leader queues
   every ClusterExtension, so nothing that happened while another replica led (or none did) is lost.
@@ -23,6 +27,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from webhook import logs
+from webhook.controller.addons import ADDON_KEY
+from webhook.controller.addonwatch import AddOnLifecycle
 from webhook.controller.breach import unapproved_change
 from webhook.controller.catalogs import CatalogLoader
 from webhook.controller.doctor import DoctorReads
@@ -156,6 +162,13 @@ class Controller:
             self.cache, self.index.names, writer, recorder, catalogs=catalogs, cluster=cluster,
             version_ttl_s=settings.resync_s,
         )  # fmt: skip
+        self.addons = (
+            AddOnLifecycle(
+                cluster, counted, writer, recorder, self.metrics, queue=self.queue.add, resync_s=settings.resync_s
+            )
+            if cluster is not None
+            else None
+        )
 
     def _on_change(self, resource: Resource, kind: str, obj: KubeObject) -> None:
         """A watch event: queue the ClusterExtension it concerns (and check a ClusterExtension's version change)."""
@@ -193,6 +206,8 @@ class Controller:
         names = {str(e["metadata"]["name"]) for e in self.cache.list(OLM, EXTENSIONS.kind)}
         for name in sorted(names | set(self.index.extensions())):
             self.queue.add(name)
+        for key in self.addons.keys() if self.addons is not None else ():
+            self.queue.add(key)
 
     def run(self, stop: threading.Event) -> None:
         """Watch, elect, reconcile until ``stop`` is set; the health endpoints serve meanwhile. What would only
@@ -208,6 +223,8 @@ class Controller:
             self.cache.start()
             if self.gate_check is not None:
                 threading.Thread(target=self._check_gate, args=(stop,), name="gate check", daemon=True).start()
+            if self.addons is not None:
+                threading.Thread(target=self.addons.watch, args=(stop,), name="add-ons", daemon=True).start()
             self._work(stop)
         finally:
             server.shutdown()
@@ -258,7 +275,9 @@ class Controller:
             self._count_states()
             return False
         try:
-            again = self.reconciler.reconcile(key)
+            again = (
+                self.addons if self.addons is not None and key.startswith(ADDON_KEY) else self.reconciler
+            ).reconcile(key)
         except Exception as error:  # a reconcile must never stop the worker: retry with backoff
             delay = self.queue.retry(key)
             self.metrics.reconciles.labels("retry").inc()
@@ -279,3 +298,5 @@ class Controller:
             counts[state_of((revision.get("status") or {}).get("conditions")) or "unknown"] += 1
         for state, count in counts.items():
             self.metrics.revisions.labels(state).set(count)
+        if self.addons is not None:
+            self.addons.count_states()

@@ -84,24 +84,21 @@ class Observation:
             and (kinds is None or (ref.get("group") or "", ref.get("resource")) in kinds)
         ]
         seen = cls._observe(addon, render_configs(applied), UPSTREAM_SUCCEEDED)
-        name = (addon.get("metadata") or {}).get("name") or ""
-        counted = sorted(
-            (work for work in works if not _name(work).startswith(PRE_DELETE_WORK.format(name=name))), key=_name
-        )
-        failures = [failure for failure in map(_work_failure, counted) if failure]
+        counted = counted_works(addon, works)
+        failures = [failure for failure in map(work_failure, counted) if failure]
         if seen.state in UPSTREAM_FAILED:
             condition = find_condition(status.get("conditions"), PROGRESSING) or {}
             failures.insert(0, f"Progressing {seen.state}: {condition.get('message') or 'no message'}")
         started = _progressing_since(status.get("conditions"))
         if failures:
             return cls(seen.cluster, None, None, "Failed", "; ".join(failures), started)
-        waiting = next((work for work in counted if not _ready(work)), None)
+        waiting = next((work for work in counted if not work_ready(work)), None)
         if seen.since is None:
             return cls(seen.cluster, None, None, seen.state, None, started)
         if waiting is not None:
             state = f"ManifestWork {_name(waiting)} is not Applied and Available at generation {_generation(waiting)}"
             return cls(seen.cluster, None, None, state, None, started)
-        since = max([seen.since, *(stamp for stamp in map(_ready_since, counted) if stamp is not None)])
+        since = max([seen.since, *(stamp for stamp in map(work_ready_since, counted) if stamp is not None)])
         return cls(seen.cluster, seen.running, since, seen.state)
 
     @classmethod
@@ -116,6 +113,13 @@ class Observation:
         return cls(cluster, running, parse_time(condition["lastTransitionTime"]), state)
 
 
+def counted_works(addon: Mapping[str, Any], works: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``works`` of ManagedClusterAddOn ``addon`` that count as its progress, sorted by name: all but its
+    pre-delete hook work (``addon-<name>-pre-delete``), which the addon manager does not count either."""
+    name = (addon.get("metadata") or {}).get("name") or ""
+    return sorted((work for work in works if not _name(work).startswith(PRE_DELETE_WORK.format(name=name))), key=_name)
+
+
 def _name(work: Mapping[str, Any]) -> str:
     return str((work.get("metadata") or {}).get("name") or "")
 
@@ -128,8 +132,9 @@ def _work_conditions(work: Mapping[str, Any]) -> list[Condition]:
     return list((work.get("status") or {}).get("conditions") or ())
 
 
-def _ready(work: Mapping[str, Any]) -> bool:
-    """Upstream's ``workIsReady``: ``Available`` and ``Applied`` True, each observed at the work's generation."""
+def work_ready(work: Mapping[str, Any]) -> bool:
+    """A ManifestWork is ready, as upstream's ``workIsReady`` says: ``Available`` and ``Applied`` True, each observed
+    at the work's ``metadata.generation``."""
     return all(
         (found := find_condition(_work_conditions(work), kind)) is not None
         and found.get("status") == "True"
@@ -138,15 +143,16 @@ def _ready(work: Mapping[str, Any]) -> bool:
     )
 
 
-def _ready_since(work: Mapping[str, Any]) -> datetime.datetime | None:
+def work_ready_since(work: Mapping[str, Any]) -> datetime.datetime | None:
     """When a ready work last turned ``Applied`` or ``Available`` (the later of the two; ``None``: not stamped)."""
     conditions = _work_conditions(work)
     stamps = [(find_condition(conditions, kind) or {}).get("lastTransitionTime") for kind in ("Applied", "Available")]
     return max((parse_time(stamp) for stamp in stamps if stamp), default=None)
 
 
-def _work_failure(work: Mapping[str, Any]) -> str | None:
-    """Why a ManifestWork is failing, from the work agent's conditions, or ``None``."""
+def work_failure(work: Mapping[str, Any]) -> str | None:
+    """Why a ManifestWork is failing, from the work agent's conditions, or ``None``: ``ManifestWork <name>
+    Degraded (<reason>: <message>)``, ``not Available (...)``, ``Progressing Failed (...)``, joined by commas."""
     conditions = _work_conditions(work)
     failing = [
         (kind, condition)
