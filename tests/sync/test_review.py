@@ -586,7 +586,9 @@ def test_a_forge_failing_while_commenting_is_one_warning_and_the_next_run_writes
     assert code == 1  # the verdicts decide, not the comment
     assert out.startswith("VERDICT") and out.rstrip().splitlines()[-1].strip().endswith(f"{ARGOCD})")
     warning, verdicts = err.splitlines()
-    assert warning.startswith("upgrade-gate: warning: github: cannot write the comment <!-- upgrade-gate:review --> on ")
+    assert warning.startswith(
+        "upgrade-gate: warning: github: cannot write the comment <!-- upgrade-gate:review --> on "
+    )
     assert warning.endswith(" (the verdicts stand; the next review --comment writes it)")
     assert ("rate limited" if outage == "rate limit" else "HTTP 503") in warning
     assert verdicts == "upgrade-gate: 1 of 2 review results fail"

@@ -215,7 +215,7 @@ def test_a_merged_proposal_is_reported_merged_not_withdrawn(world: World) -> Non
     report = world.sync()
     assert entry(report, "cloudnative-pg") == (
         "merged",
-        f"merged (revision cloudnative-pg-1.30.0 is in the base branch): branch {BRANCH} deleted",
+        f"revision cloudnative-pg-1.30.0 is in the base branch: branch {BRANCH} deleted",
     )
     assert BRANCH not in world.branches()
     assert world.github.pulls[1]["title"] == "Upgrade cloudnative-pg to 1.30.0", "a merged pull request is left be"

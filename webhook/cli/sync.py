@@ -192,6 +192,6 @@ def _table(report: Report, *, stamp: str | None, previous: Report | None) -> str
     for entry in changed:
         if entry.diff:
             text += f"\n{entry.subject} on {entry.branch}:\n{entry.diff}"
-    counts = ", ".join(f"{report.count(a)} {a}" for a in ACTIONS)
+    counts = ", ".join(f"{report.count(a)} {a}" for a in ACTIONS if report.count(a)) or "nothing to sync"
     dry_run = "; dry run: nothing pushed, nothing written to the forge" if report.dry_run else ""
     return text + f"{counts} (base {report.base} at {report.commit[:12]}{dry_run})\n"

@@ -581,7 +581,7 @@ class _Cycle:
                 self.entries[subject] = Entry(subject, HELD, why, branch, pull_request=url, ready_at=item.ready_at)
                 return
             if action == MERGED:
-                why = f"merged ({item.reason}): branch {branch} {deleted}"
+                why = f"{item.reason}: branch {branch} {deleted}"
                 self.entries[subject] = Entry(subject, MERGED, why, branch, pull_request=url)
                 return
             why = f"nothing to propose any more ({item.reason}): branch {branch} {deleted}"
