@@ -616,6 +616,18 @@ DOCTOR_READS = {
 }
 
 
+# What the controller reads and writes for the add-on installVersion lifecycle: the add-ons' status only, and Events
+# about them in their namespaces (the Role in default covers cluster-scoped objects only).
+ADDON_LIFECYCLE = {
+    *(("addon.open-cluster-management.io", r, v) for r in ("managedclusteraddons", "clustermanagementaddons")
+      for v in ("get", "list", "watch")),
+    ("addon.open-cluster-management.io", "managedclusteraddons/status", "patch"),
+    *(("work.open-cluster-management.io", "manifestworks", v) for v in ("get", "list", "watch")),
+    ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),
+}  # fmt: skip
+
+
 CLUSTER_MODE = "the controller in cluster mode with catalogd's CA and no leader election, the webhook alone otherwise"
 
 
@@ -639,6 +651,7 @@ def test_the_controller_writes_only_status_events_and_retries_unless_it_owns_the
         *DOCTOR_READS,  # the doctor's checks, run by the leader
         *(("olm.operatorframework.io", "clusterextensionrevisions", verb) for verb in writes),
         *([("olm.operatorframework.io", "clustercatalogs", "patch")] if writes else []),
+        *ADDON_LIFECYCLE,  # only where the hub's ManagedClusterAddOn CRD serves status.currentVersion
     }
     events = find(objects, "Role", f"{CONTROLLER}-events")
     assert events["metadata"]["namespace"] == "default", "Events about cluster-scoped objects live in default"
@@ -648,7 +661,10 @@ def test_the_controller_writes_only_status_events_and_retries_unless_it_owns_the
     rules = find(objects, "ClusterRole", CONTROLLER)["rules"]
     named = {tuple(r["resources"]): r.get("resourceNames") for r in rules if r.get("resourceNames")}
     assert named == {
-        ("customresourcedefinitions",): ["clusterextensionrevisions.olm.operatorframework.io"],
+        ("customresourcedefinitions",): [
+            "clusterextensionrevisions.olm.operatorframework.io",
+            "managedclusteraddons.addon.open-cluster-management.io",
+        ],
         ("configmaps",): ["upgrade-gate-settings"],
     }, "the CRD and the settings by name only"
     probe = find(objects, "Role", f"{CONTROLLER}-probe")
