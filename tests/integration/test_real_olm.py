@@ -281,3 +281,26 @@ def test_a_rollback_is_applied_with_its_own_acknowledged_approval(olm: Olm, gate
     conditions = {c["type"]: c for c in revision["status"]["conditions"]}
     assert conditions["Ready"]["message"] == "rollback rolled back to 1.0.0"
     assert revision["status"]["fromVersion"] == "1.1.0"
+
+
+def test_an_approved_version_the_catalog_withdrew_is_held_saying_so_and_applied_once_offered_again(
+    olm: Olm, gate: Webhook, controller: Path
+) -> None:
+    """Nothing stuck in Progressing: approved for 1.1.0, which the catalog no longer offers, the revision says
+    operator-controller has settled on 1.0.0 and why; once the catalog offers 1.1.0 again, it is applied."""
+    olm.publish({"withdrawn": ["1.0.0"]})
+    olm.install("withdrawn")
+    wait_for(lambda: olm.installed("withdrawn") == "1.0.0", "withdrawn installed at 1.0.0", timeout=60)
+    propose(olm.server, "withdrawn", "1.1.0")
+    approve(olm.server, "withdrawn-1.1.0")
+
+    def state() -> tuple[str, str]:
+        found = olm.kube().get(EXTENSIONS, "ClusterExtensionRevision", "withdrawn-1.1.0") or {}
+        conditions = {c["type"]: c for c in found.get("status", {}).get("conditions", [])}
+        return found.get("status", {}).get("state", ""), conditions.get("Progressing", {}).get("message", "")
+
+    settled = "upgrade of withdrawn from 1.0.0 to 1.1.0 is approved, but operator-controller has settled on 1.0.0"
+    wait_for(lambda: state()[0] == "Held" and state()[1].startswith(settled), "the revision held, saying why")
+    olm.publish({"withdrawn": ["1.0.0", "1.1.0"]})
+    wait_for(lambda: olm.installed("withdrawn") == "1.1.0", "the approved upgrade applied once offered", timeout=60)
+    wait_for(lambda: state()[0] == "Succeeded", "the revision succeeded")

@@ -31,7 +31,9 @@ operator-controller writes its status in ``controllers/clusterextension_reconcil
 * **held** while operator-controller retries the approved upgrade (``Progressing`` reason ``Retrying``: the gate
   denied its upgrade write, say for a freeze window, or anything else went wrong): the message is the reason, once
   (the gate's own sentence where the denial carries one, not the admission chain around it), so
-  ``kubectl get clusterextensionrevisions`` shows why the upgrade waits;
+  ``kubectl get clusterextensionrevisions`` shows why the upgrade waits; held too when operator-controller has
+  settled on another version (``Progressing`` reason ``Succeeded`` with the revision's version not installed: the
+  catalogs no longer, or not yet, offer it), which the message says;
 * **progressing** otherwise.
 """
 
@@ -52,6 +54,11 @@ SUCCEEDED, FAILED = "succeeded", "failed"
 APPROVED, PENDING_APPROVAL, APPROVAL_RESET = "Approved", "PendingApproval", "ApprovalReset"
 UPGRADING, HELD_REASON, SUCCEEDED_REASON, FAILED_REASON = "Upgrading", "Held", "Succeeded", "Failed"
 MAX_MESSAGE = 32768
+#: operator-controller's ``Progressing`` reason once a reconcile reached the version it resolves (``api/v1``
+#: ``ReasonSucceeded``).
+SETTLED = "Succeeded"
+#: operator-controller's ``Progressing`` reason while it retries a reconcile that failed (a denied upgrade write).
+RETRYING = "Retrying"
 #: The acknowledgement a rollback revision carries (``policies/revision-approval.yaml``).
 ROLLBACK_ANNOTATION = "upgrade-gate.io/acknowledge-rollback"
 OWNED = ("Approved", "Progressing", "Succeeded", "Reconciling", "Stalled", "Ready")
@@ -167,7 +174,7 @@ def assess(revision: Mapping[str, Any], extension: Mapping[str, Any] | None) -> 
         past = "" if installed.strip() == version.strip() else f" (installed {installed})"
         done = "rolled back" if rollback else "upgraded"
         return Assessment(SUCCEEDED, f"{owner} {done} to {version}{past}", approved, approval, None, installed)
-    retrying = reason == "Retrying" and report
+    retrying = reason == RETRYING and report
     moving = f"{owner} from {installed or 'nothing installed'} to {version}"
     if not approved:
         message = f"{kind} of {moving} is waiting for approval: approve ClusterExtensionRevision {name}"
@@ -179,6 +186,12 @@ def assess(revision: Mapping[str, Any], extension: Mapping[str, Any] | None) -> 
         held = held_reason(report)
         message = held if held.startswith(f"{kind} of {owner} ") else f"{kind} of {moving} is held: {held}"
         return Assessment(HELD, message, approved, approval, held, installed)
+    if reason == SETTLED and installed is not None:
+        settled = (
+            f"{kind} of {moving} is approved, but operator-controller has settled on {installed}: {version} is not (or "
+            "not yet) offered by the catalogs and channels it resolves from (withdrawn, or outside the version range)"
+        )
+        return Assessment(HELD, settled, approved, approval, settled, installed)
     return Assessment(
         PROGRESSING, f"{'rolling back' if rollback else 'upgrading'} {moving}", approved, approval, None, installed
     )
