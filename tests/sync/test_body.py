@@ -8,8 +8,9 @@ from dataclasses import replace
 from markdown_it import MarkdownIt
 
 from webhook.olm.resolve.successors import Edge
+from webhook.plan.actions import Kind
 from webhook.plan.body import proposed_titles, render_body, render_group_body
-from webhook.plan.extensions import PROPOSE, REMOVE, Change, FileChange, UpgradeFacts
+from webhook.plan.extensions import Change, FileChange, UpgradeFacts
 from webhook.sync.groups import group_change
 
 FACTS = UpgradeFacts(
@@ -34,7 +35,7 @@ FACTS = UpgradeFacts(
 )
 CHANGE = Change(
     subject="gpu-operator",
-    kind=PROPOSE,
+    kind=Kind.PROPOSE,
     branch="upgrade-gate/gpu-operator",
     title="Upgrade gpu-operator to 25.10.1",
     files=(FileChange("clusters/prod/revisions/gpu-operator-25.10.1.yaml", "x"),),
@@ -75,7 +76,7 @@ def test_a_bundle_without_metadata_gets_no_about_section() -> None:
 
 REMOVAL = Change(
     subject="cert-manager",
-    kind=REMOVE,
+    kind=Kind.REMOVE,
     branch="upgrade-gate/cert-manager",
     title="Remove ClusterExtensionRevision cert-manager-1.17.0",
     files=(FileChange("clusters/prod/revisions/cert-manager-1.17.0.yaml", None),),

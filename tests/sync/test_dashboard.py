@@ -9,6 +9,7 @@ import pytest
 
 from tests.sync.conftest import World
 from tests.sync.test_sync import BRANCH, entry
+from webhook.plan import Action
 from webhook.sync.dashboard import MARKER, STATUSES, Dashboard, Facts, Row, render, rows
 from webhook.sync.report import Entry, Report
 
@@ -16,7 +17,7 @@ PULL = "https://github.invalid/example-org/clusters/pull/1"
 
 
 def _entry(action: str, reason: str = "why", **fields: str) -> Entry:
-    return Entry("cloudnative-pg", action, reason, **fields)
+    return Entry("cloudnative-pg", Action(action), reason, **fields)
 
 
 @pytest.mark.parametrize(
@@ -77,10 +78,10 @@ def test_a_held_row_says_until_when() -> None:
 
 def test_rows_are_ordered_by_status_then_subject() -> None:
     entries = [
-        Entry("b", "unchanged", "x"),
-        Entry("a", "unchanged", "x"),
-        Entry("c", "invalid", "x"),
-        Entry("d", "proposed", "x", "branch", "1", "2"),
+        Entry("b", Action.UNCHANGED, "x"),
+        Entry("a", Action.UNCHANGED, "x"),
+        Entry("c", Action.INVALID, "x"),
+        Entry("d", Action.PROPOSED, "x", "branch", "1", "2"),
     ]
     assert [(r.subject, r.status) for r in rows(entries, {})] == [
         ("c", "needs attention"),

@@ -18,6 +18,7 @@ import yaml
 
 from tests.sync.conftest import BOT, HUMAN, World, git
 from webhook.io.git import PushResult, RefUpdate, Repo
+from webhook.plan import Action
 from webhook.plan.body import proposed_titles
 from webhook.sync.report import Entry, Report
 
@@ -193,7 +194,7 @@ def test_a_group_branch_a_person_committed_to_is_left_alone(world: World) -> Non
     world.push("pin cloudnative-pg: the group would change, but a person owns the branch now")
     found = entries(world.sync())
     assert found["crunchy-postgres-operator"] == Entry(
-        "crunchy-postgres-operator", "skipped", f"branch {GROUP} has commits by {HUMAN}: left alone", GROUP
+        "crunchy-postgres-operator", Action.SKIPPED, f"branch {GROUP} has commits by {HUMAN}: left alone", GROUP
     )
     assert world.branches()[GROUP] == head
     assert [p["number"] for p in world.github.open_pulls()] == [1]

@@ -36,11 +36,8 @@ from webhook.conditions import format_duration, format_time
 from webhook.errors import InputError, ManifestError
 from webhook.ocm import AddOnVersions, CanaryVerdict, Observation, canary_gate, classify, parse_addon_version
 from webhook.ocm import Change as VersionChange
+from webhook.plan.actions import Action, Kind
 from webhook.plan.extensions import (
-    ADDON_VERSION,
-    HELD,
-    INVALID,
-    UNRESOLVED,
     AddOnFacts,
     AddOnMove,
     AddOnUpdate,
@@ -157,28 +154,28 @@ def plan_addon(
         doc = invalid.doc
         line = line_of(texts[doc.file], doc.file, doc.line, invalid.path)
         reason = f"{doc.file}:{line}: {render_path(invalid.path)} {invalid.problem}"
-        return Outcome(subject, INVALID, reason, doc.file)
+        return Outcome(subject, Action.INVALID, reason, doc.file)
     if not pins:
-        return Outcome(subject, "unchanged", "no installVersion is pinned: the add-on follows its defaultVersion")
+        return Outcome(subject, Action.UNCHANGED, "no installVersion is pinned: the add-on follows its defaultVersion")
     if state.management is None:
         where = "in the cluster" if state.source == "cluster" else "in the repository"
         reason = f"ClusterManagementAddOn {addon.name} is not {where}: its supported versions are unknown"
-        return Outcome(subject, UNRESOLVED, reason, addon.files[0])
+        return Outcome(subject, Action.UNRESOLVED, reason, addon.files[0])
     try:
         versions = AddOnVersions.from_status(state.management.get("status"))
     except InputError as error:
         reason = f"ClusterManagementAddOn {addon.name} status in {state.status_from}: {error}"
-        return Outcome(subject, INVALID, reason, addon.files[0])
+        return Outcome(subject, Action.INVALID, reason, addon.files[0])
     valid = [v for v in versions.supported if versions.validate(v) is None]
     if not valid:
         listed = ", ".join(versions.supported) or "none"
         reason = f"ClusterManagementAddOn {addon.name} supports no version to upgrade to (supportedVersions: {listed})"
-        return Outcome(subject, "unchanged", reason)
+        return Outcome(subject, Action.UNCHANGED, reason)
     target = max(valid, key=parse_addon_version)
     behind = [pin for pin in pins if pin.version != target and _moves_forward(pin.version, target)]
     if not behind:
         return Outcome(
-            subject, "unchanged", f"every pinned installVersion is at or past {target}, the newest supported"
+            subject, Action.UNCHANGED, f"every pinned installVersion is at or past {target}, the newest supported"
         )
     return _stage(addon, texts, state, context, versions=versions, target=target, behind=behind)
 
@@ -202,7 +199,7 @@ def _stage(
         try:
             observed = [Observation.of_install_version(item) for item in state.canaries]
         except InputError as error:
-            return Outcome(subject, INVALID, f"a canary ManagedClusterAddOn in {state.status_from}: {error}")
+            return Outcome(subject, Action.INVALID, f"a canary ManagedClusterAddOn in {state.status_from}: {error}")
         verdict = canary_gate(target, observed, soak=context.soak, now=context.now)
     canary = {id(pin) for pin in behind if pin.placement in canaries or pin.cluster in clusters}
     free = verdict is None or verdict.allowed  # no canary stage, or the canaries have soaked
@@ -215,13 +212,13 @@ def _stage(
         waits = f"{', '.join(p.where for p in held)} {verb} for the canary placement {placements}: {verdict.message}"
     ready_at = format_time(verdict.ready_at) if verdict is not None and verdict.ready_at else None
     if not moving:
-        return Outcome(subject, HELD, waits, ready_at=ready_at)
+        return Outcome(subject, Action.HELD, waits, ready_at=ready_at)
     files: dict[str, str] = {}
     for file, edits in _edits(moving, target).items():
         try:
             files[file] = set_scalars(texts[file], file, edits)
         except ManifestError as error:
-            return Outcome(subject, INVALID, str(error), file)
+            return Outcome(subject, Action.INVALID, str(error), file)
     moves = tuple(AddOnMove(p.where, p.doc.file, p.version, id(p) in canary) for p in moving)
     sentence = "; ".join(
         [
@@ -246,7 +243,7 @@ def _stage(
     stage = " on its canaries" if all(m.canary for m in moves) else ""
     return Change(
         subject=subject,
-        kind=ADDON_VERSION,
+        kind=Kind.ADDON_VERSION,
         branch=branch_name(context.branch_prefix, subject),
         title=f"Upgrade add-on {addon.name} to {target}{stage}",
         files=tuple(FileChange(path, text) for path, text in sorted(files.items())),

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.plan.extensions import ADDON_VERSION, CATALOG_IMAGE, GROUP, REMOVE, AddOnFacts, Change, UpgradeFacts
+from webhook.plan.actions import Kind
+from webhook.plan.extensions import AddOnFacts, Change, UpgradeFacts
 
 _DESCRIPTION_LIMIT = 600
 
@@ -176,13 +177,13 @@ def _footer(change: Change) -> list[str]:
         "**Skip this version:** close this pull request without merging; upgrade-gate does not propose it again "
         "(a newer version comes as a new pull request)."
     )
-    if change.kind == ADDON_VERSION:
+    if change.kind == Kind.ADDON_VERSION:
         stop = (
             "**Stop these proposals:** leave the add-on's manifests out of `addons.manifests` in `upgrade-gate.yaml`."
         )
-    elif change.kind == CATALOG_IMAGE:
+    elif change.kind == Kind.CATALOG_IMAGE:
         stop = "**Stop these proposals:** remove the `olm.catalogImageTemplate` annotation from the ClusterCatalog."
-    elif change.kind == GROUP:
+    elif change.kind == Kind.GROUP:
         skip = (
             "**Skip these versions:** close this pull request without merging; upgrade-gate proposes none of the "
             "changes it lists again (a newer version comes in the cluster's next pull request)."
@@ -200,18 +201,18 @@ def _footer(change: Change) -> list[str]:
         "**Re-run:** the sync loop updates this pull request every cycle; `upgrade-gate sync --repo <this repository> "
         "--once --dry-run` shows what the next cycle would do."
     )
-    lines = [skip, stop] if change.kind != REMOVE else []
+    lines = [skip, stop] if change.kind != Kind.REMOVE else []
     return [*(f"- {line}" for line in [*lines, rerun])]
 
 
 def _summary(change: Change) -> str:
-    if change.kind == REMOVE:
+    if change.kind == Kind.REMOVE:
         return f"upgrade-gate removes the ClusterExtensionRevision of **{change.subject}**: {change.reason}"
-    if change.kind == CATALOG_IMAGE:
+    if change.kind == Kind.CATALOG_IMAGE:
         moves = f"from `{change.from_version}` to `{change.to_version}`"
         return f"upgrade-gate switches **{change.subject}** {moves}. {change.reason}"
     moves = f"from {change.from_version} to {change.to_version}"
-    if change.kind == ADDON_VERSION:
+    if change.kind == Kind.ADDON_VERSION:
         return f"upgrade-gate proposes upgrading add-on **{change.subject.split('/', 1)[1]}** {moves}. {change.reason}"
     return f"upgrade-gate proposes upgrading **{change.subject}** {moves}. {change.reason}"
 

@@ -33,22 +33,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from webhook.olm import Edge, Resolution, RevisionProposal, UpgradeCheck, is_pinned
+from webhook.plan.actions import Action, BranchAction, Kind
 from webhook.plan.manifests import ExtensionEntry, RevisionFile, render_revision, revision_path
 
-PROPOSE = "propose"
-UPDATE = "update"
-REMOVE = "remove"
-CATALOG_IMAGE = "catalog-image"
-ADDON_VERSION = "addon-version"
-GROUP = "group"
-"""The kind of a ``Change`` that proposes several extensions' changes on one branch (``grouping: per-cluster``)."""
-HELD = "held"
-"""The action of an ``Outcome`` whose upgrade waits for the add-on's canaries ("Canary upgrade")."""
-INVALID = "invalid"
-"""The action of an ``Outcome`` whose manifest (or its status) cannot be used: a problem to fix."""
-UNRESOLVED = "unresolved"
-"""The action of an ``Outcome`` whose upgrade cannot be worked out (resolution failed, no catalog offers the
-package, a catalog image template does not render, an add-on's ClusterManagementAddOn is missing): a problem."""
 NOTHING_IN_RANGE = "no bundles found for package"
 
 
@@ -133,15 +120,15 @@ class Change:
     """A change to propose on one branch.
 
     ``subject`` is the extension name (or ``clustercatalog/<name>`` for a catalog image, ``addon/<name>`` for
-    an add-on, ``cluster/<revisions>`` for a group), ``kind`` one of propose/update/remove/catalog-image/
-    addon-version/group, ``files`` sorted by path, ``reason`` one sentence (why a removal, how an upgrade is
-    reached), ``facts`` the upgrade's facts for propose/update, ``addon`` an add-on upgrade's facts, for a
+    an add-on, ``cluster/<revisions>`` for a group), ``kind`` what it proposes (``Kind``), ``files`` sorted by
+    path, ``reason`` one sentence (why a removal, how an upgrade is reached), ``facts`` the upgrade's facts for
+    propose/update, ``addon`` an add-on upgrade's facts, for a
     group its ``members``: the extensions' own changes, by subject, whose files it writes together, and
     ``approved`` when the revision is proposed ``approved: true`` (the sync loop's automerge).
     """
 
     subject: str
-    kind: str
+    kind: Kind
     branch: str
     title: str
     files: tuple[FileChange, ...]
@@ -159,18 +146,37 @@ class Change:
         """The commit message: the title, a blank line, the reason (deterministic)."""
         return f"{self.title}\n\n{self.reason}\n"
 
+    @property
+    def change(self) -> Change:
+        """The change a plan item proposes: this one (an ``Outcome`` proposes none)."""
+        return self
+
+    @property
+    def proposals(self) -> tuple[Change, ...]:
+        """The changes the report speaks of one by one: a group's members, else this change."""
+        return self.members or (self,)
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A subject with nothing to propose this cycle: ``action`` unchanged, skipped, held, invalid or unresolved,
-    and why;
-    ``ready_at`` (RFC 3339) when a held upgrade's canary soak ends, if known."""
+    """A subject with nothing to propose this cycle: ``action`` unchanged, skipped, held (an upgrade waiting for
+    the add-on's canaries), invalid (a manifest that cannot be used) or unresolved (an upgrade that cannot be
+    worked out), and why; ``ready_at`` (RFC 3339) when a held upgrade's canary soak ends, if known."""
 
     subject: str
-    action: str
+    action: Action
     reason: str
     file: str | None = None
     ready_at: str | None = None
+
+    @property
+    def change(self) -> None:
+        """The change a plan item proposes: none."""
+        return None
+
+
+Planned = Change | Outcome
+"""A subject's plan item: a change to propose, or an outcome without one; ``item.change`` tells them apart."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +204,7 @@ def plan_extension(
     base: Sequence[RevisionFile],
     branch: Sequence[RevisionFile],
     context: PlanContext,
-) -> Change | Outcome:
+) -> Planned:
     """The ClusterExtensionRevision lifecycle's decision for one extension.
 
     ``base`` are its revisions in the base branch, ``branch`` those its proposal branch writes (to keep
@@ -207,20 +213,20 @@ def plan_extension(
     """
     extension = entry.extension
     if check.unavailable is not None:
-        return Outcome(extension.name, UNRESOLVED, f"{check.unavailable}: {check.error}", entry.file)
+        return Outcome(extension.name, Action.UNRESOLVED, f"{check.unavailable}: {check.error}", entry.file)
     if check.error is not None and NOTHING_IN_RANGE not in check.error:
-        return Outcome(extension.name, UNRESOLVED, f"resolution failed: {check.error}", entry.file)
+        return Outcome(extension.name, Action.UNRESOLVED, f"resolution failed: {check.error}", entry.file)
     proposal = check.revision
     if proposal is None:
         if not base:
-            return Outcome(extension.name, "unchanged", _why_none(check))
+            return Outcome(extension.name, Action.UNCHANGED, _why_none(check))
         installed = extension.installed
         reason = _why_none(check)
         if installed is not None and any(r.version == installed.version for r in base):
             reason = f"the upgrade to {installed.version} has completed"
         return _removal(extension.name, base, reason, context)
     if any(r.version == proposal.version for r in base) and len(base) == 1:
-        return Outcome(extension.name, "unchanged", f"revision {base[0].name} is in the base branch")
+        return Outcome(extension.name, Action.UNCHANGED, f"revision {base[0].name} is in the base branch")
     resolution = check.resolution
     installed = extension.installed
     assert resolution is not None and installed is not None  # a revision is only due for an upgrade
@@ -250,7 +256,7 @@ def plan_extension(
     )
     return Change(
         subject=extension.name,
-        kind=UPDATE if older else PROPOSE,
+        kind=Kind.UPDATE if older else Kind.PROPOSE,
         branch=branch_name(context.branch_prefix, extension.name),
         title=f"Upgrade {extension.name} to {proposal.version}",
         files=tuple(sorted(files, key=lambda f: f.path)),
@@ -279,14 +285,7 @@ def branch_name(prefix: str, subject: str) -> str:
     return f"{prefix}{subject}"
 
 
-PUSH = "push"
-KEEP = "keep"
-HUMAN = "human"
-WITHDRAW = "withdraw"
-NONE = "none"
-
-
-def branch_action(change: Change | None, branch: BranchState | None) -> str:
+def branch_action(change: Change | None, branch: BranchState | None) -> BranchAction:
     """What to do with a subject's branch.
 
     ``human`` when anyone but the bot committed to it (it is left alone, as Renovate does); otherwise
@@ -295,19 +294,19 @@ def branch_action(change: Change | None, branch: BranchState | None) -> str:
     something, ``none`` when there is neither a change nor a branch.
     """
     if branch is not None and branch.foreign_authors:
-        return HUMAN
+        return BranchAction.HUMAN
     if change is None:
-        return WITHDRAW if branch is not None else NONE
+        return BranchAction.WITHDRAW if branch is not None else BranchAction.NONE
     if branch is not None and branch.changes == change.files:
-        return KEEP
-    return PUSH
+        return BranchAction.KEEP
+    return BranchAction.PUSH
 
 
 def _removal(subject: str, revisions: Sequence[RevisionFile], reason: str, context: PlanContext) -> Change:
     names = ", ".join(r.name for r in revisions)
     return Change(
         subject=subject,
-        kind=REMOVE,
+        kind=Kind.REMOVE,
         branch=branch_name(context.branch_prefix, subject),
         title=f"Remove ClusterExtensionRevision {names}",
         files=tuple(FileChange(r.file, None) for r in sorted(revisions, key=lambda r: r.file)),

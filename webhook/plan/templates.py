@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.plan.extensions import CATALOG_IMAGE, INVALID, UNRESOLVED, Change, FileChange, Outcome, branch_name
+from webhook.plan.actions import Action, Kind
+from webhook.plan.extensions import Change, FileChange, Outcome, branch_name
 from webhook.plan.manifests import Document
 
 TEMPLATE_ANNOTATION = "olm.catalogImageTemplate"
@@ -78,15 +79,15 @@ def plan_catalog_image(
     current = ((doc.manifest.get("spec") or {}).get("source") or {}).get("image", {}).get("ref")
     result = render_template(template, kube_version, lookup)
     if result.image is None:
-        return Outcome(subject, UNRESOLVED, result.message, doc.file)
+        return Outcome(subject, Action.UNRESOLVED, result.message, doc.file)
     if result.image == current:
-        return Outcome(subject, "unchanged", f"image {current} matches its template")
+        return Outcome(subject, Action.UNCHANGED, f"image {current} matches its template")
     if not isinstance(current, str) or text.count(current) != 1:
         reason = f"cannot edit {doc.file}: spec.source.image.ref must appear exactly once in the file"
-        return Outcome(subject, INVALID, reason, doc.file)
+        return Outcome(subject, Action.INVALID, reason, doc.file)
     return Change(
         subject=subject,
-        kind=CATALOG_IMAGE,
+        kind=Kind.CATALOG_IMAGE,
         branch=branch_name(branch_prefix, subject),
         title=f"Switch ClusterCatalog {metadata.get('name')} to {result.image}",
         files=(FileChange(doc.file, text.replace(current, result.image)),),

@@ -21,11 +21,10 @@ from dataclasses import dataclass, replace
 from webhook.errors import InputError
 from webhook.plan import (
     AUTHENTICATED,
-    PROPOSE,
-    UPDATE,
     Change,
     FileChange,
     Identity,
+    Kind,
     Manifests,
     Review,
     Reviewer,
@@ -33,7 +32,6 @@ from webhook.plan import (
     read_manifests,
     review,
 )
-from webhook.plan.extensions import GROUP
 from webhook.plan.manifests import render_revision
 from webhook.policy import PolicySet
 from webhook.sync.groups import group_change
@@ -58,15 +56,15 @@ class Automerge:
     def approve(self, change: Change) -> Change | None:
         """``change`` with its revision (each member's, for a group) written ``approved: true`` when it qualifies
         (see the module docstring), else ``None``."""
-        members = [self._approved(member) for member in change.members or (change,)]
+        members = [self._approved(member) for member in change.proposals]
         kept = [member for member in members if member is not None]
         if len(kept) != len(members):
             return None
-        return group_change(change.subject, change.branch, kept) if change.kind == GROUP else kept[0]
+        return group_change(change.subject, change.branch, kept) if change.kind == Kind.GROUP else kept[0]
 
     def _approved(self, change: Change) -> Change | None:
         facts, revision = change.facts, change.revision
-        if change.kind not in (PROPOSE, UPDATE) or facts is None or revision is None:
+        if change.kind not in (Kind.PROPOSE, Kind.UPDATE) or facts is None or revision is None:
             return None
         if change_level(facts.installed_version, facts.version) not in self.levels:
             return None

@@ -48,23 +48,14 @@ from webhook.io.forges import Forge, PullRequest, make_forge
 from webhook.manifests import read_text
 from webhook.olm import check_extension
 from webhook.plan import (
-    ADDON_VERSION,
-    CATALOG_IMAGE,
-    HELD,
-    HUMAN,
-    INVALID,
-    NONE,
-    PROPOSE,
-    PUSH,
-    REMOVE,
     SUBJECT_PREFIX,
-    UNRESOLVED,
-    UPDATE,
-    WITHDRAW,
+    Action,
     AddOnContext,
     ApprovalCheck,
+    BranchAction,
     BranchState,
     Change,
+    Kind,
     Outcome,
     PlanContext,
     Problem,
@@ -85,7 +76,6 @@ from webhook.plan import (
     rfc3339,
 )
 from webhook.plan.body import proposed_titles, render_group_body
-from webhook.plan.extensions import GROUP
 from webhook.sync.automerge import Automerge
 from webhook.sync.config import SyncConfig, load_config
 from webhook.sync.dashboard import MARKER, Dashboard, Facts, render, rows
@@ -97,19 +87,17 @@ from webhook.sync.groups import (
     group_plan,
     members_of,
 )
-from webhook.sync.report import MERGED, OPENED, WAITING, WITHDRAWN, Entry, Report, file_diff
+from webhook.sync.report import STANDING, Entry, Report, file_diff
 from webhook.sync.sources import CatalogCache, Catalogs, ClusterView, load_catalogs, with_installed
 from webhook.sync.views import AddOnView, ObjectsView, observe
 from webhook.windows import Window
 
-_STANDING = ("proposed", "updated", "removed", OPENED, "unchanged")
-"""What a subject's entry says when its proposal stands on its branch after a cycle's push."""
 _DONE = {
-    PROPOSE: "proposed",
-    UPDATE: "updated",
-    REMOVE: "removed",
-    CATALOG_IMAGE: "proposed",
-    ADDON_VERSION: "proposed",
+    Kind.PROPOSE: Action.PROPOSED,
+    Kind.UPDATE: Action.UPDATED,
+    Kind.REMOVE: Action.REMOVED,
+    Kind.CATALOG_IMAGE: Action.PROPOSED,
+    Kind.ADDON_VERSION: Action.PROPOSED,
 }
 
 Progress = Callable[[str, int, int], None]
@@ -223,7 +211,7 @@ class _Cycle:
             if attempt == options.max_push_attempts:
                 for subject, (branch, why) in rejected.items():
                     reason = f"push rejected {attempt} times, last: {why}"
-                    self.entries[subject] = Entry(subject, "failed", reason, branch)
+                    self.entries[subject] = Entry(subject, Action.FAILED, reason, branch)
         entries = tuple(self.entries[s] for s in sorted(self.entries))
         dashboard = self._dashboard(config, entries, base_sha) if config.dashboard.enabled else None
         return Report(
@@ -291,7 +279,7 @@ class _Cycle:
         grouped = group_plan(plan, states, config.grouping, group, carried=carried, scope=scope)
         commits: list[NewCommit] = []
         updates: list[RefUpdate] = []
-        pending: dict[str, tuple[str, Change | Outcome, str]] = {}
+        pending: dict[str, tuple[str, Change | Outcome, BranchAction | Action]] = {}
         for subject, planned in sorted(grouped.plan.items()):
             state = states.get(
                 planned.branch if isinstance(planned, Change) else branch_name(config.branch_prefix, subject)
@@ -300,31 +288,31 @@ class _Cycle:
             if item is None:
                 continue
             change = item if isinstance(item, Change) else None
-            if isinstance(item, Outcome) and item.action in ("skipped", INVALID, UNRESOLVED):
+            if isinstance(item, Outcome) and item.action in (Action.SKIPPED, Action.INVALID, Action.UNRESOLVED):
                 self.entries[subject] = Entry(subject, item.action, item.reason, file=item.file)
                 continue
             branch = change.branch if change else branch_name(config.branch_prefix, subject)
             action = branch_action(change, state)
-            if action == HUMAN and state is not None:
+            if action == BranchAction.HUMAN and state is not None:
                 why = f"branch {branch} has commits by {', '.join(state.foreign_authors)}: left alone"
                 for name in members_of(item):
-                    self.entries[name] = Entry(name, "skipped", why, branch)
-            elif action == NONE and isinstance(item, Outcome):
+                    self.entries[name] = Entry(name, Action.SKIPPED, why, branch)
+            elif action == BranchAction.NONE and isinstance(item, Outcome):
                 self.entries[subject] = Entry(subject, item.action, item.reason, ready_at=item.ready_at)
-            elif action == WITHDRAW and state is not None:
+            elif action == BranchAction.WITHDRAW and state is not None:
                 updates.append(RefUpdate(branch, None, state.head))
-                pending[branch] = (subject, item, MERGED if _landed(repo, base_sha, state) else action)
+                pending[branch] = (subject, item, Action.MERGED if _landed(repo, base_sha, state) else action)
             elif change is not None:
-                declined = self._declined(change, config.base_branch) if change.kind != GROUP else None
+                declined = self._declined(change, config.base_branch) if change.kind != Kind.GROUP else None
                 if declined is not None:
                     self.entries[subject] = Entry(
-                        subject, "skipped", declined, branch, change.from_version, change.to_version
+                        subject, Action.SKIPPED, declined, branch, change.from_version, change.to_version
                     )
                     continue
-                if action == PUSH and self.waiting is not None:
+                if action == BranchAction.PUSH and self.waiting is not None:
                     self._wait(change, config.schedule)
                     continue
-                if action == PUSH:
+                if action == BranchAction.PUSH:
                     commits.append(NewCommit(branch, base_sha, change.commit_message, change.files))
                 pending[branch] = (subject, change, action)
         rejected: Mapping[str, str] = {}
@@ -333,9 +321,9 @@ class _Cycle:
                 shas = repo.commit(commits, bot, self.now)
                 updates += [RefUpdate(b, sha, states[b].head if b in states else None) for b, sha in shas.items()]
                 rejected = repo.push(updates, config.branch_prefix, config.base_branch).rejected
-        for branch, (subject, item, action) in sorted(pending.items()):
+        for branch, (subject, item, what) in sorted(pending.items()):
             if branch not in rejected:
-                self._done(inputs, subject, item, action, branch, root=repo.path, before=states.get(branch))
+                self._done(inputs, subject, item, what, branch, root=repo.path, before=states.get(branch))
         self._replace(repo, config, grouped.replaced, states)
         return {name: (b, why) for b, why in rejected.items() for name in members_of(pending[b][1])}
 
@@ -345,7 +333,7 @@ class _Cycle:
         for member in change.members or (change,):
             self.entries[member.subject] = Entry(
                 member.subject,
-                WAITING,
+                Action.WAITING,
                 f"{why}: {member.reason}",
                 change.branch,
                 member.from_version,
@@ -389,7 +377,7 @@ class _Cycle:
     def _stands(self, subject: str, old: str) -> bool:
         """Whether ``subject``'s proposal stands on a branch other than ``old`` after this cycle's push."""
         entry = self.entries.get(subject)
-        return entry is not None and entry.branch != old and entry.action in _STANDING
+        return entry is not None and entry.branch != old and entry.action in STANDING
 
     def _plan(
         self, root: Path, inputs: _Inputs, states: Mapping[str, BranchState], scope: set[str] | None
@@ -449,7 +437,7 @@ class _Cycle:
         orphans = [r for r in revisions if r.extension not in known and (scope is None or r.extension in scope)]
         if problems and orphans:
             for name in sorted({r.extension for r in orphans}):
-                plan[name] = Outcome(name, "skipped", "not removed while ClusterExtension manifests have errors")
+                plan[name] = Outcome(name, Action.SKIPPED, "not removed while ClusterExtension manifests have errors")
         else:
             plan.update((c.subject, c) for c in plan_orphans(orphans, context))
         return plan
@@ -482,10 +470,10 @@ class _Cycle:
             if not subject.startswith(SUBJECT_PREFIX) or subject in known or (scope and subject not in scope):
                 continue
             if found.problems:
-                plan[subject] = Outcome(subject, "skipped", "not withdrawn while add-on manifests have errors")
+                plan[subject] = Outcome(subject, Action.SKIPPED, "not withdrawn while add-on manifests have errors")
             else:
                 gone = f"add-on {subject.removeprefix(SUBJECT_PREFIX)} is not in the repository any more"
-                plan[subject] = Outcome(subject, "unchanged", gone)
+                plan[subject] = Outcome(subject, Action.UNCHANGED, gone)
         return plan
 
     def _templates(self, root: Path, inputs: _Inputs, scope: set[str] | None) -> dict[str, Change | Outcome]:
@@ -510,7 +498,7 @@ class _Cycle:
     def _undeclined(self, item: Change | Outcome, base: str, state: BranchState | None) -> Change | Outcome | None:
         """A group without the members a person declined (each reported skipped); an outcome when none is left
         and its branch exists, ``None`` when none is left and there is no branch. Any other item as it is."""
-        if not isinstance(item, Change) or item.kind != GROUP:
+        if not isinstance(item, Change) or item.kind != Kind.GROUP:
             return item
         kept = []
         for member in item.members:
@@ -519,11 +507,11 @@ class _Cycle:
                 kept.append(member)
                 continue
             self.entries[member.subject] = Entry(
-                member.subject, "skipped", declined, item.branch, member.from_version, member.to_version
+                member.subject, Action.SKIPPED, declined, item.branch, member.from_version, member.to_version
             )
         if kept:
             return group_change(item.subject, item.branch, kept) if len(kept) < len(item.members) else item
-        return Outcome(item.subject, "unchanged", "every change it would propose was declined") if state else None
+        return Outcome(item.subject, Action.UNCHANGED, "every change it would propose was declined") if state else None
 
     def _declined(self, change: Change, base: str, group: Change | None = None) -> str | None:
         """Why ``change`` is not proposed again: a pull request a person closed unmerged under its title on its
@@ -559,7 +547,7 @@ class _Cycle:
         inputs: _Inputs,
         subject: str,
         item: Change | Outcome,
-        action: str,
+        action: BranchAction | Action,
         branch: str,
         *,
         root: Path,
@@ -576,32 +564,34 @@ class _Cycle:
                     forge.close_pull_request(pull)
             url = pull.url if pull else None
             deleted = "would be deleted (dry run)" if dry_run else "deleted"
-            if item.action == HELD:  # still waiting is the news; the branch proposed nothing new
+            if item.action == Action.HELD:  # still waiting is the news; the branch proposed nothing new
                 why = f"{item.reason}; branch {branch} {deleted} until then"
-                self.entries[subject] = Entry(subject, HELD, why, branch, pull_request=url, ready_at=item.ready_at)
+                self.entries[subject] = Entry(
+                    subject, Action.HELD, why, branch, pull_request=url, ready_at=item.ready_at
+                )
                 return
-            if action == MERGED:
+            if action == Action.MERGED:
                 why = f"{item.reason}: branch {branch} {deleted}"
-                self.entries[subject] = Entry(subject, MERGED, why, branch, pull_request=url)
+                self.entries[subject] = Entry(subject, Action.MERGED, why, branch, pull_request=url)
                 return
             why = f"nothing to propose any more ({item.reason}): branch {branch} {deleted}"
-            self.entries[subject] = Entry(subject, WITHDRAWN, why, branch, pull_request=url)
+            self.entries[subject] = Entry(subject, Action.WITHDRAWN, why, branch, pull_request=url)
             return
         opened = self.forge is not None and pull is None
         if forge is not None:
             with self.timed("forge"):
                 pull = self._ensure_pull(forge, pull, item, inputs)
             self.open_pulls[branch] = pull
-        kept = before is not None and action != PUSH and not opened
+        kept = before is not None and action != BranchAction.PUSH and not opened
         if forge is not None and pull is not None and before is not None and kept and _approved(item):
             self._merge(forge, replace(pull, head_sha=before.head), item)  # the commit this cycle found approved
             return
         proposed = set(before.changes or ()) if before is not None else set()
         for member in item.members or (item,):
-            fresh = action == PUSH and not (item.members and set(member.files) <= proposed)
-            done = _DONE[member.kind] if fresh else OPENED if opened else "unchanged"
+            fresh = action == BranchAction.PUSH and not (item.members and set(member.files) <= proposed)
+            done = _DONE[member.kind] if fresh else Action.OPENED if opened else Action.UNCHANGED
             reason = member.reason if fresh else f"branch {branch} already proposes this"
-            if done == OPENED:
+            if done == Action.OPENED:
                 reason = f"pull request opened: {reason}"
             diff = file_diff(root, member.files) if dry_run and fresh else None
             self.entries[member.subject] = Entry(
@@ -632,7 +622,7 @@ class _Cycle:
         for member in change.members or (change,):
             self.entries[member.subject] = Entry(
                 member.subject,
-                MERGED if merged else "unchanged",
+                Action.MERGED if merged else Action.UNCHANGED,
                 why,
                 change.branch,
                 member.from_version,
@@ -643,11 +633,11 @@ class _Cycle:
     def _invalid(self, problem: Problem) -> None:
         """Report a manifest that cannot be used: its file (and line) as the subject, the reason beside it."""
         subject = f"{problem.file}:{problem.line}" if problem.line else problem.file
-        self.entries[subject] = Entry(subject, INVALID, problem.reason, file=problem.file)
+        self.entries[subject] = Entry(subject, Action.INVALID, problem.reason, file=problem.file)
 
     def _ensure_pull(self, forge: Forge, pull: PullRequest | None, change: Change, inputs: _Inputs) -> PullRequest:
         verdict = inputs.verdict or (lambda _: None)
-        if change.kind == GROUP:
+        if change.kind == Kind.GROUP:
             body = render_group_body(change, {m.subject: verdict(m) for m in change.members})
         else:
             body = render_body(change, verdict(change))

@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from webhook.plan import HELD
-from webhook.sync.report import OPENED, PROBLEMS, Entry
+from webhook.plan import PROBLEMS, Action
+from webhook.sync.report import STANDING, Entry
 
 MARKER = "<!-- upgrade-gate:dashboard -->"
 ATTENTION = "needs attention"
@@ -34,10 +34,19 @@ PROPOSED = "proposed"
 AWAITING = "awaiting approval"
 APPROVED = "approved"
 COMPLETED = "completed"
-MERGED = "merged"
 UP_TO_DATE = "up to date"
-STATUSES = (ATTENTION, HELD, PROPOSED, AWAITING, APPROVED, COMPLETED, MERGED, "withdrawn", "skipped", UP_TO_DATE)
-_PROPOSING = ("proposed", "updated", "removed", OPENED, "unchanged")
+STATUSES = (
+    ATTENTION,
+    Action.HELD,
+    PROPOSED,
+    AWAITING,
+    APPROVED,
+    COMPLETED,
+    Action.MERGED,
+    Action.WITHDRAWN,
+    Action.SKIPPED,
+    UP_TO_DATE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +96,7 @@ def _row(entry: Entry, facts: Facts) -> Row:
     waiting = _waiting(facts) if status == UP_TO_DATE else None
     if waiting is not None:
         status, target = waiting
-    if status == HELD and entry.ready_at:
+    if status == Action.HELD and entry.ready_at:
         detail = f"{detail} (until {entry.ready_at})"
     return Row(entry.subject, status, installed, target, entry.pull_request, detail)
 
@@ -95,8 +104,8 @@ def _row(entry: Entry, facts: Facts) -> Row:
 def _status(entry: Entry) -> str:
     if entry.action in PROBLEMS:
         return ATTENTION
-    if entry.action not in _PROPOSING:
-        return entry.action if entry.action in STATUSES else HELD
+    if entry.action not in STANDING:
+        return entry.action if entry.action in STATUSES else Action.HELD
     if entry.branch is not None:
         return PROPOSED if entry.to_version else COMPLETED
     return UP_TO_DATE

@@ -21,23 +21,22 @@ from dataclasses import dataclass
 from webhook.errors import ManifestError
 from webhook.manifests import iter_yaml_documents
 from webhook.plan import (
-    PROPOSE,
-    REMOVE,
     REVISION_KIND,
-    UPDATE,
+    Action,
     BranchState,
     Change,
+    Kind,
     Outcome,
+    Planned,
     RevisionFile,
     parse_revision,
 )
-from webhook.plan.extensions import GROUP
 
 PER_EXTENSION = "per-extension"
 PER_CLUSTER = "per-cluster"
 CLUSTER_PREFIX = "cluster/"
 """The subject (and branch name below ``branchPrefix``) of a cluster's group starts with this."""
-_GROUPED = (PROPOSE, UPDATE, REMOVE)
+_GROUPED = (Kind.PROPOSE, Kind.UPDATE, Kind.REMOVE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +45,7 @@ class Grouped:
     ``cluster/<revisions>``), and ``replaced``: bot branches of the other scheme, each with the subjects whose
     new branch replaces it (delete it once they are all pushed)."""
 
-    plan: dict[str, Change | Outcome]
+    plan: dict[str, Planned]
     replaced: dict[str, tuple[str, ...]]
 
 
@@ -62,7 +61,7 @@ def group_change(subject: str, branch: str, members: Sequence[Change]) -> Change
     files = sorted((f for member in members for f in member.files), key=lambda f: f.path)
     return Change(
         subject=subject,
-        kind=GROUP,
+        kind=Kind.GROUP,
         branch=branch,
         title=f"Upgrade ClusterExtensions of {subject.removeprefix(CLUSTER_PREFIX)}",
         files=tuple(files),
@@ -74,7 +73,7 @@ def group_change(subject: str, branch: str, members: Sequence[Change]) -> Change
 
 
 def group_plan(
-    plan: Mapping[str, Change | Outcome],
+    plan: Mapping[str, Planned],
     states: Mapping[str, BranchState],
     grouping: str,
     group: tuple[str, str],
@@ -95,26 +94,27 @@ def group_plan(
     state = states.get(branch)
     in_scope = scope is None or subject in scope
     if grouping == PER_EXTENSION:
-        due = tuple(s for s in sorted(carried) if isinstance(plan.get(s), Change))
+        due = tuple(s for s in sorted(carried) if s in plan and plan[s].change is not None)
         if state is None or (due and not state.foreign_authors):
             return Grouped(dict(plan), {branch: due} if state is not None else {})
-        gone = Outcome(subject, "unchanged", f"grouping is {PER_EXTENSION}")
+        gone = Outcome(subject, Action.UNCHANGED, f"grouping is {PER_EXTENSION}")
         return Grouped({**plan, **({subject: gone} if in_scope else {})}, {})
     members: list[Change] = []
-    found: dict[str, Change | Outcome] = {}
+    found: dict[str, Planned] = {}
     replaced: dict[str, tuple[str, ...]] = {}
     for name, item in plan.items():
-        own = states.get(item.branch) if isinstance(item, Change) else None
-        if not isinstance(item, Change) or item.kind not in _GROUPED or (own is not None and own.foreign_authors):
+        change = item.change
+        own = states.get(change.branch) if change is not None else None
+        if change is None or change.kind not in _GROUPED or (own is not None and own.foreign_authors):
             found[name] = item
             continue
-        members.append(item)
+        members.append(change)
         if own is not None:
-            replaced[item.branch] = (name,)
+            replaced[change.branch] = (name,)
     if members:
         found[subject] = group_change(subject, branch, sorted(members, key=lambda m: m.subject))
     elif state is not None and in_scope:
-        found[subject] = Outcome(subject, "unchanged", "no ClusterExtensionRevision change is due")
+        found[subject] = Outcome(subject, Action.UNCHANGED, "no ClusterExtensionRevision change is due")
     return Grouped(found, replaced)
 
 
@@ -141,8 +141,7 @@ def carried_subjects(state: BranchState | None, base: Sequence[RevisionFile]) ->
     return {r.extension for r in branch_revisions(state)} | {r.extension for r in base if r.file in deleted}
 
 
-def members_of(item: Change | Outcome) -> tuple[str, ...]:
+def members_of(item: Planned) -> tuple[str, ...]:
     """The subjects a plan item reports on: a group's members, else its own subject."""
-    if isinstance(item, Change) and item.kind == GROUP:
-        return tuple(member.subject for member in item.members)
-    return (item.subject,)
+    change = item.change
+    return tuple(member.subject for member in change.proposals) if change is not None else (item.subject,)

@@ -10,47 +10,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from webhook.manifests import read_text
-from webhook.plan import HELD, INVALID, UNRESOLVED, FileChange
+from webhook.plan import PROBLEMS, Action, FileChange
 
 if TYPE_CHECKING:
     from webhook.sync.dashboard import Dashboard
 
-OPENED = "opened"
-"""A pull request opened for a branch that already carried the change (its earlier opening failed)."""
-MERGED = "merged"
-"""A proposal whose change is in the base branch (its pull request merged): its branch is deleted."""
-WITHDRAWN = "withdrawn"
-"""A proposal no longer needed, its change not in the base branch: its pull request closed unmerged, its branch
-deleted."""
-PROBLEMS = (INVALID, UNRESOLVED, "failed")
-"""Actions that mean something needs a person: ``upgrade-gate sync`` exits 1 when an entry has one."""
-WAITING = "waiting"
-"""A change due outside the ``schedule`` windows: its branch is opened or updated once a window opens."""
-ACTIONS = (
-    "proposed",
-    "updated",
-    "removed",
-    MERGED,
-    WITHDRAWN,
-    OPENED,
-    HELD,
-    WAITING,
-    "skipped",
-    "unchanged",
-    *PROBLEMS,
-)
+ACTIONS = tuple(Action)
+"""Every action an entry may have (``webhook.plan.Action``), in the order ``-o json`` counts them."""
+STANDING = (Action.PROPOSED, Action.UPDATED, Action.REMOVED, Action.OPENED, Action.UNCHANGED)
+"""What an entry with a branch says when its proposal stands on that branch after the cycle's push."""
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One line of the report: a subject (extension, ``clustercatalog/<name>``, ``addon/<name>`` or a file), what
-    happened (one of ``ACTIONS``) and why, with its branch, versions and pull request when there are some, for
+    happened (an ``Action``) and why, with its branch, versions and pull request when there are some, for
     a ``held`` add-on when its canaries' soak ends (``ready_at``, RFC 3339) if known (for ``waiting``, when the
     schedule's next window opens), and in a dry run the
     unified diff the change would push (``diff``)."""
 
     subject: str
-    action: str
+    action: Action
     reason: str
     branch: str | None = None
     from_version: str | None = None
@@ -77,7 +57,7 @@ class Report:
     dashboard: Dashboard | None = None
     warnings: tuple[str, ...] = ()
 
-    def count(self, action: str) -> int:
+    def count(self, action: Action) -> int:
         """How many entries have ``action``."""
         return sum(1 for e in self.entries if e.action == action)
 
