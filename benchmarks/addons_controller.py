@@ -41,9 +41,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from controller import free_port, metrics, phase, reconciles, wait  # noqa: E402 - benchmarks/controller.py
 from kubernetes import client  # noqa: E402 - after the repository root is importable
 
-from benchmarks.controller import free_port, metrics, phase, reconciles, wait  # noqa: E402
 from tests.apiserver import ApiServer, start, stop, unavailable, upstream_crds  # noqa: E402
 from tests.integration.conftest import install_gate  # noqa: E402
 

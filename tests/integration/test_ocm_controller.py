@@ -16,9 +16,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -29,8 +26,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.apiserver import ROOT, ApiServer, wait_for
-from tests.integration.conftest import _chart_objects
-from tests.serve.process import terminate
+from tests.integration.conftest import _chart_objects, controlling
 
 OCM = ROOT / "tests" / "data" / "ocm"
 UPSTREAM = [OCM / "crds" / name for name in (
@@ -72,10 +68,10 @@ def _gone(server: ApiServer, names: list[str]) -> None:
 
 @pytest.fixture(scope="module")
 def hub(cluster: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApiServer, Path]]:
-    """Upstream's add-on and work CRDs, the clusters' namespaces, and the controller (resync 2 s, so that it reads the
-    CRD again every 2 s) logging to a file; the CRDs and namespaces are deleted after the module. The gate's webhook
-    configurations another module left (pointing at a webhook no longer served) are removed: here nothing but the
-    controller is tested."""
+    """Upstream's add-on and work CRDs, the clusters' namespaces, and the controller as ``controlling`` runs it (with
+    its own Lease, and a resync of 2 s: it reads the CRD again every 2 s); the CRDs and namespaces are deleted after
+    the module. The gate's webhook configurations another module left (pointing at a webhook no longer served) are
+    removed: here nothing but the controller is tested."""
     names = _names(UPSTREAM)
     _gone(cluster, names)
     admission = client.AdmissionregistrationV1Api(cluster.client())
@@ -87,19 +83,15 @@ def hub(cluster: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     cluster.install_crds(UPSTREAM)
     cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in CLUSTERS])
     log_path = tmp_path_factory.mktemp("addon-controller") / "controller.log"
-    env = {**os.environ, "KUBECONFIG": cluster.kubeconfig, "POD_NAMESPACE": "upgrade-gate", "POD_NAME": "addons-0",
-           "UPGRADE_GATE_LEASE_NAME": "addon-lifecycle", "UPGRADE_GATE_LEASE_DURATION": "3",
-           "UPGRADE_GATE_HEALTH_PORT": "0", "UPGRADE_GATE_RESYNC": "2",
-           "UPGRADE_GATE_GATE_CHECK_INTERVAL": "0"}  # fmt: skip
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "upgrade-gate"), "controller"],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-        )  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as patch:  # the controller's environment: its own Lease, CRD read every 2 s
+            patch.setenv("UPGRADE_GATE_LEASE_NAME", "addon-lifecycle")
+            patch.setenv("UPGRADE_GATE_RESYNC", "2")
+            stack.enter_context(controlling(cluster, log_path))
         try:
             yield cluster, log_path
         finally:
-            terminate(process)
+            stack.close()
             _gone(cluster, names)
             core = client.CoreV1Api(cluster.client())
             for name in CLUSTERS:
@@ -201,6 +193,12 @@ class AddOn:
             *self._in(WORKS), self.work, {"status": {"conditions": conditions}}
         )
 
+    def installed(self, version: str) -> None:
+        """The add-on created at ``version`` and its work reported available there: ``Succeed``."""
+        self.create(version)
+        self.report(self.deploy(version))
+        self.until(("", version, DONE))
+
     def lifecycle(self) -> tuple[str | None, str | None, tuple[str, str, str] | None]:
         """``(lastVersion, currentVersion, (status, reason, message) of Progressing)``."""
         status = self.get().get("status") or {}
@@ -293,9 +291,7 @@ def test_an_install_then_an_upgrade_with_events_and_printer_columns(lifecycle: t
 def test_a_failed_work_fails_the_upgrade_with_a_warning(lifecycle: tuple[ApiServer, Path]) -> None:
     server, _ = lifecycle
     addon = AddOn(server, "crashy", CLUSTERS[2], ["v1", "v2"])
-    addon.create("v1")
-    addon.report(addon.deploy("v1"))
-    addon.until(("", "v1", DONE))
+    addon.installed("v1")
     addon.install_version("v2")
     addon.report(addon.deploy("v2"), healthy=False)
     message = "could not upgrade to version v2: ManifestWork addon-crashy-deploy-0 Degraded (CrashLoop: agent restarts)"
@@ -307,9 +303,7 @@ def test_a_failed_work_fails_the_upgrade_with_a_warning(lifecycle: tuple[ApiServ
 def test_a_rollback_then_an_invalid_version(lifecycle: tuple[ApiServer, Path]) -> None:
     server, _ = lifecycle
     addon = AddOn(server, "back", CLUSTERS[3], ["v1", "v2"])
-    addon.create("v2")
-    addon.report(addon.deploy("v2"))
-    addon.until(("", "v2", DONE))
+    addon.installed("v2")
     addon.install_version("v1")
     addon.until(("v2", "unknown", ("True", "Rollingback", "Rollingback addon to version v1.")))
     addon.report(addon.deploy("v1"))

@@ -28,8 +28,7 @@ from webhook.conditions import find_condition
 from webhook.controller.events import NORMAL, WARNING, Notice
 from webhook.io.kube import Resource
 from webhook.objects import KubeObject
-from webhook.ocm.addons import PROGRESSING, Reason
-from webhook.ocm.lifecycle import ADDON_LABEL
+from webhook.ocm import ADDON_LABEL, PROGRESSING, Reason
 
 ADDON_API = "addon.open-cluster-management.io/v1alpha1"
 ADDONS = Resource(ADDON_API, "ManagedClusterAddOn", "managedclusteraddons")

@@ -46,8 +46,7 @@ from webhook.controller.recorder import EventRecorder
 from webhook.errors import ClusterError, UpgradeGateError
 from webhook.io.kube import Resource, Source, WatchCache, WriteError
 from webhook.objects import KubeObject, ObjectStore
-from webhook.ocm.addons import AddOnVersions
-from webhook.ocm.lifecycle import lifecycle_status
+from webhook.ocm import AddOnVersions, lifecycle_status
 
 log = logging.getLogger(__name__)
 
