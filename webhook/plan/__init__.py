@@ -58,7 +58,13 @@ from webhook.plan.review import (
     review,
     suite_failures,
 )
-from webhook.plan.templates import TEMPLATE_ANNOTATION, TemplateResult, plan_catalog_image, render_template
+from webhook.plan.templates import (
+    TEMPLATE_ANNOTATION,
+    TemplateResult,
+    catalog_template,
+    plan_catalog_image,
+    render_template,
+)
 from webhook.plan.verdicts import ApprovalCheck, PolicyCheckConfig
 
 __all__ = [
@@ -104,6 +110,7 @@ __all__ = [
     "apply",
     "branch_action",
     "branch_name",
+    "catalog_template",
     "decided_clusters",
     "listed_canaries",
     "matching",

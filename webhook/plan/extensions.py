@@ -152,6 +152,11 @@ class Change:
         return self
 
     @property
+    def outcome(self) -> None:
+        """The outcome of a plan item without a change: none."""
+        return None
+
+    @property
     def proposals(self) -> tuple[Change, ...]:
         """The changes the report speaks of one by one: a group's members, else this change."""
         return self.members or (self,)
@@ -174,9 +179,15 @@ class Outcome:
         """The change a plan item proposes: none."""
         return None
 
+    @property
+    def outcome(self) -> Outcome:
+        """The outcome of a plan item without a change: this one."""
+        return self
+
 
 Planned = Change | Outcome
-"""A subject's plan item: a change to propose, or an outcome without one; ``item.change`` tells them apart."""
+"""A subject's plan item: a change to propose, or an outcome without one; ``item.change`` and ``item.outcome``
+tell them apart (one is ``None``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.plan.actions import Action, Kind
-from webhook.plan.extensions import Change, FileChange, Outcome, branch_name
+from webhook.plan.extensions import Change, FileChange, Outcome, Planned, branch_name
 from webhook.plan.manifests import Document
 
 TEMPLATE_ANNOTATION = "olm.catalogImageTemplate"
@@ -66,18 +66,19 @@ def render_template(template: str, kube_version: str | None, lookup: Lookup | No
     return TemplateResult(None if unresolved else image, tuple(unresolved))
 
 
-def plan_catalog_image(
-    doc: Document, text: str, kube_version: str | None, lookup: Lookup | None, branch_prefix: str
-) -> Change | Outcome | None:
-    """The change a templated ClusterCatalog needs (``text`` is its file's content); ``None`` when the
-    manifest has no template."""
+def catalog_template(doc: Document) -> str | None:
+    """The image template of a ClusterCatalog manifest (its ``olm.catalogImageTemplate`` annotation), if any."""
     metadata = doc.manifest.get("metadata") or {}
     template = (metadata.get("annotations") or {}).get(TEMPLATE_ANNOTATION)
-    if not isinstance(template, str):
-        return None
+    return template if isinstance(template, str) else None
+
+
+def plan_catalog_image(doc: Document, text: str, result: TemplateResult, branch_prefix: str) -> Planned:
+    """The change a templated ClusterCatalog needs: ``text`` is its file's content, ``result`` its template
+    (``catalog_template``) as ``render_template`` rendered it."""
+    metadata = doc.manifest.get("metadata") or {}
     subject = f"clustercatalog/{metadata.get('name')}"
     current = ((doc.manifest.get("spec") or {}).get("source") or {}).get("image", {}).get("ref")
-    result = render_template(template, kube_version, lookup)
     if result.image is None:
         return Outcome(subject, Action.UNRESOLVED, result.message, doc.file)
     if result.image == current:
@@ -93,7 +94,7 @@ def plan_catalog_image(
         files=(FileChange(doc.file, text.replace(current, result.image)),),
         from_version=current,
         to_version=result.image,
-        reason=f"The {TEMPLATE_ANNOTATION} template {template} resolves to {result.image}.",
+        reason=f"The {TEMPLATE_ANNOTATION} template {catalog_template(doc)} resolves to {result.image}.",
     )
 
 

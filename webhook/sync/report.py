@@ -1,16 +1,13 @@
-"""What a sync cycle reports: one ``Entry`` per subject (extension, catalog, add-on or file), the ``Report`` of
-a cycle with its counts and timings, and the diff a dry run shows."""
+"""What a sync cycle reports: one ``Entry`` per subject (extension, catalog, add-on or file) and the ``Report``
+of a cycle with its counts and timings (``webhook.sync.reporting`` derives them from the plan and the writes)."""
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from webhook.manifests import read_text
-from webhook.plan import PROBLEMS, Action, FileChange
+from webhook.plan import PROBLEMS, Action
 
 if TYPE_CHECKING:
     from webhook.sync.dashboard import Dashboard
@@ -79,20 +76,3 @@ class Report:
             "warnings": list(self.warnings),
             **({"dashboard": self.dashboard.to_json()} if self.dashboard is not None else {}),
         }
-
-
-def file_diff(root: Path, files: Sequence[FileChange]) -> str:
-    """The unified diff (``git diff`` style headers) that writing ``files`` makes to the tree at ``root``."""
-    chunks: list[str] = []
-    for change in files:
-        path = root / change.path
-        old = read_text(path) if path.is_file() else None
-        chunks.extend(
-            difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                (change.content or "").splitlines(keepends=True),
-                "/dev/null" if old is None else f"a/{change.path}",
-                "/dev/null" if change.content is None else f"b/{change.path}",
-            )
-        )
-    return "".join(chunks)
