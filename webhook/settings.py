@@ -38,12 +38,39 @@ def default_policies(cwd: Path | None = None) -> Path:
         return INSTALLED_POLICIES
     return Path("policies")
 
+
 #: The CEL backends (``webhook.policy.cel``; ``--cel-engine``, ``UPGRADE_GATE_CEL_ENGINE``, the chart's
 #: ``webhook.celEngine``): cel-python (pure Python) and cel-expr (cel-cpp through cel-expr-python). The default
 #: is cel-expr, by measurement: the same decisions on every bundled case, 1.4-1.8x faster per admission request
 #: (2-5x on the CEL work alone), and a load-time type checker as the apiserver has (docs/cel-engines.md).
 CEL_ENGINES = ("cel-python", "cel-expr")
 DEFAULT_CEL_ENGINE = "cel-expr"
+#: The Kubernetes versions whose apiserver's CEL environment and admission APIs a policy set can be loaded for
+#: (``--kubernetes-version``, ``UPGRADE_GATE_KUBERNETES_VERSION``; ``webhook.policy.cel.versions``); the default,
+#: the newest, accepts every policy the others accept.
+KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
+DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]
+KUBERNETES_VERSION_VARIABLE = f"{_PREFIX}KUBERNETES_VERSION"
+
+
+def kubernetes_version(value: str, name: str = KUBERNETES_VERSION_VARIABLE) -> str:
+    """``value`` (``1.34``, ``v1.34``, ``1.34.2``) as one of ``KUBERNETES_VERSIONS``; ``InputError`` naming ``name``
+    and the supported versions for anything else."""
+    parts = value.strip().removeprefix("v").split(".")
+    short = ".".join(parts[:2])
+    if short not in KUBERNETES_VERSIONS or len(parts) > 3 or not all(part.isdigit() for part in parts):
+        raise InputError(
+            f"{name}={value!r}: not a supported Kubernetes version (expected one of {', '.join(KUBERNETES_VERSIONS)})"
+        )
+    return short
+
+
+def kubernetes_version_from_env(env: Mapping[str, str] | None = None) -> str:
+    """``UPGRADE_GATE_KUBERNETES_VERSION`` of ``env`` (default ``os.environ``), else ``DEFAULT_KUBERNETES_VERSION``;
+    ``InputError`` as ``kubernetes_version``."""
+    return kubernetes_version(
+        _text(os.environ if env is None else env, KUBERNETES_VERSION_VARIABLE, DEFAULT_KUBERNETES_VERSION)
+    )
 
 
 def _text(env: Mapping[str, str], name: str, default: str) -> str:
@@ -107,7 +134,9 @@ class ServeSettings:
     pod, ``on`` = watch it (in-cluster, else the kubeconfig; required), ``off``), ``in_pod`` (whether
     ``KUBERNETES_SERVICE_HOST`` is set), ``kubeconfig`` (``KUBECONFIG``), ``namespace`` (``POD_NAMESPACE``,
     ``upgrade-gate``: where a param kind is watched when no binding's ``paramRef`` names a namespace),
-    ``cel_engine`` (``UPGRADE_GATE_CEL_ENGINE``, ``DEFAULT_CEL_ENGINE``: the CEL backend, one of ``CEL_ENGINES``).
+    ``cel_engine`` (``UPGRADE_GATE_CEL_ENGINE``, ``DEFAULT_CEL_ENGINE``: the CEL backend, one of ``CEL_ENGINES``),
+    ``kubernetes_version`` (``UPGRADE_GATE_KUBERNETES_VERSION``, ``DEFAULT_KUBERNETES_VERSION``: the cluster's
+    version, whose CEL libraries and admission APIs the policies may use, one of ``KUBERNETES_VERSIONS``).
 
     Process: ``workers`` (``UPGRADE_GATE_WORKERS``; 0 = one per CPU the container may use, ``usable_cpus``),
     ``threads`` (``UPGRADE_GATE_THREADS``, 4: evaluation threads per worker, for reviews that outlive their time
@@ -143,6 +172,7 @@ class ServeSettings:
     kubeconfig: Path | None = None
     namespace: str = "upgrade-gate"
     cel_engine: str = DEFAULT_CEL_ENGINE
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     workers: int = 0
     threads: int = 4
     request_timeout_s: float = 8.0
@@ -177,6 +207,7 @@ class ServeSettings:
             kubeconfig=_path(env, "KUBECONFIG"),
             namespace=_text(env, "POD_NAMESPACE", defaults.namespace),
             cel_engine=_choice(env, f"{_PREFIX}CEL_ENGINE", defaults.cel_engine, CEL_ENGINES),
+            kubernetes_version=kubernetes_version_from_env(env),
             workers=int(_number(env, f"{_PREFIX}WORKERS", defaults.workers)),
             threads=int(_number(env, f"{_PREFIX}THREADS", defaults.threads, minimum=1)),
             keepalive_s=_number(env, f"{_PREFIX}KEEPALIVE", defaults.keepalive_s),

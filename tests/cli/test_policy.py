@@ -96,6 +96,7 @@ def test_lint_lists_every_file_and_reports_the_broken_one(tmp_path: Path) -> Non
             "kind": "ValidatingAdmissionPolicy",
             "name": "no-latest",
             "portable": False,
+            "since": "1.32",
             "failed": False,
             "failurePolicy": "Fail",
             "unbounded": [],
@@ -134,7 +135,7 @@ def test_lint_lists_the_expressions_that_may_be_cancelled_at_run_time(tmp_path: 
     code, out, err = _run("policy", "lint", str(tmp_path))
     assert (code, err) == (0, ""), "failurePolicy Fail: a cancelled evaluation denies, the policy holds"
     table, findings = out.split("\n\n")
-    assert "no-latest  no        1 expression(s) may be cancelled at run time" in table
+    assert "no-latest  no        1.32   1 expression(s) may be cancelled at run time" in table
     line = (
         f"{tmp_path / 'items.yaml'}: ValidatingAdmissionPolicy no-latest: {positive} && object.spec.containers...: "
         "may be cancelled at run time: estimated cost 17301497 exceeds the per-expression limit 1000000"

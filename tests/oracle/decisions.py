@@ -17,6 +17,7 @@ import copy
 import re
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from tests import tables
@@ -31,6 +32,8 @@ RESOURCES: dict[str, tuple[str, str, str, bool]] = {
     "ConfigMap": ("", "v1", "configmaps", True),
     "Secret": ("", "v1", "secrets", True),
     "Deployment": ("apps", "v1", "deployments", True),
+    "Pod": ("", "v1", "pods", True),
+    "ServiceAccount": ("", "v1", "serviceaccounts", True),
     "Limit": (GROUP, "v1", "limits", False),
     "NamespacedLimit": (GROUP, "v1", "namespacedlimits", True),
     "Widget": (GROUP, "v1", "widgets", True),
@@ -275,14 +278,14 @@ def send(api: Apiserver, step: Mapping[str, Any], request: Mapping[str, Any]) ->
     return found
 
 
-def record(api: Apiserver) -> list[dict[str, Any]]:
-    """Every request of every case with its admission input and the apiserver's answer."""
+def record(api: Apiserver, cases: Path = CASES) -> list[dict[str, Any]]:
+    """Every request of every case of ``cases`` with its admission input and the apiserver's answer."""
     install_crds(api)
     for param_kind in PARAM_KINDS:
         keep_param_informer(api, param_kind)
     user = user_info(api)
     recorded: list[dict[str, Any]] = []
-    for number, case in enumerate(tables.load(CASES)["cases"]):
+    for number, case in enumerate(tables.load(cases)["cases"]):
         for obj in case.get("objects", ()):
             status, answer = api.apply(collection(obj), obj)
             if status >= 300:

@@ -18,8 +18,10 @@ object label, through one dry-run ConfigMap CREATE:
   ``messageExpression``) as ``value``;
 - rows that expect an error only render ``v``: an error is ``evaluate`` (or ``cost``) with the error text.
 
-Policy decisions (``decisions.yaml``): see ``decisions.py``. The replay tests (tests/oracle/test_*.py) need
-no apiserver; run this again after changing the tables.
+Policy decisions (``decisions.yaml``): see ``decisions.py``; the real-world corpus (``corpus.yaml``): see
+``corpus.py``, recorded on its own. The replay tests (tests/oracle/test_*.py) need no apiserver and replay each
+version's records with the environment of that version (``replay.RECORDED``); run this again, against each version,
+after changing the tables.
 """
 
 from __future__ import annotations

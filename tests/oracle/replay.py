@@ -1,10 +1,12 @@
-"""Replay the apiserver's recorded CEL facts (tests/data/oracle/cel.yaml) on upgrade-gate's engines.
+"""Replay the apiserver's recorded CEL facts and decisions (tests/data/oracle/) on upgrade-gate's engines.
 
-    .venv/bin/python -m tests.oracle.replay     # agreement per engine, and every disagreement
+    .venv/bin/python -m tests.oracle.replay     # agreement per version and engine, and every disagreement
 
-``agreement(engine, fact)`` is what the replay test asserts for each recorded fact; see record.py for what a
-recording holds. An error agrees when the phase agrees (compile, evaluate, cost); its text is compared by
-``same_message`` for the figures only, as cel-cpp and cel-go word some errors differently.
+Each Kubernetes version of ``RECORDED`` has its recordings in its own directory (1.32 in tests/data/oracle, 1.36
+in tests/data/oracle/v1.36), and is replayed with the environment of that version (``--kubernetes-version``: the
+libraries its apiserver gives a new expression, the admission APIs it serves). ``agreement(engine, fact, version)``
+is what the replay test asserts for each recorded fact; see record.py for what a recording holds. An error agrees
+when the phase agrees (compile, evaluate, cost), as cel-cpp and cel-go word some errors differently.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import jsonpatch
 import yaml
 
 from tests import tables
+from tests.oracle.apiserver import RECORDED_MAP_API
 from tests.oracle.decisions import mutating, stable
 from tests.policy.cel.tables import rows, strict
 from webhook.errors import CelCompileError, CelError, CostLimitExceeded, PolicyLoadError
@@ -28,22 +31,29 @@ from webhook.policy.cel import extension_bindings
 from webhook.policy.cel.environment import Environment, backend_named
 from webhook.policy.cel.semantics import kind
 from webhook.policy.engine import PolicyEngine
-from webhook.policy.loader import load_policy_text
+from webhook.policy.loader import load_policy_text, serves
 from webhook.settings import CEL_ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]
-FACTS = ROOT / "tests" / "data" / "oracle" / "cel.yaml"
-DECISIONS = ROOT / "tests" / "data" / "oracle" / "decisions.yaml"
-DECISION_CASES = ROOT / "tests" / "data" / "oracle" / "decision_cases.yaml"
-DECISION_DIFFERENCES = ROOT / "tests" / "data" / "oracle" / "decision_differences.yaml"
+ORACLE = ROOT / "tests" / "data" / "oracle"
+#: Kubernetes version -> the directory of its recordings (``apiserver.out_directory``).
+RECORDED = {"1.32": ORACLE, "1.36": ORACLE / "v1.36"}
+DECISION_CASES = ORACLE / "decision_cases.yaml"
 NOW = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.UTC)
 _RENDERED_KINDS = frozenset({"int", "uint", "double", "bool", "bytes", "string", "timestamp", "duration"})
 
 
 @cache
-def facts() -> dict[str, dict[str, Any]]:
-    """The recorded facts by row id."""
-    return {fact["id"]: fact for fact in tables.load(FACTS)}
+def facts(version: str) -> dict[str, dict[str, Any]]:
+    """The facts recorded from the apiserver of ``version`` by row id."""
+    return {fact["id"]: fact for fact in tables.load(RECORDED[version] / "cel.yaml")}
+
+
+def known_differences(version: str, name: str) -> list[dict[str, Any]]:
+    """The entries of ``<name>`` (``cel_differences.yaml``, ``decision_differences.yaml``) of ``version``'s
+    recordings, each with ``cause``, ``engines`` and ``rows``; none where the file does not exist."""
+    path = RECORDED[version] / name
+    return list(tables.load(path)) if path.exists() else []
 
 
 @cache
@@ -52,12 +62,12 @@ def table_rows() -> dict[str, dict[str, Any]]:
     return rows()
 
 
-def outcome(engine: str, expression: str) -> tuple[str, Any, str]:
-    """``(phase, plain value, rendering)``: phase ``value`` with the value and its record.py rendering, or
-    ``compile``/``evaluate``/``cost`` with the message as the rendering."""
+def outcome(engine: str, expression: str, version: str) -> tuple[str, Any, str]:
+    """``(phase, plain value, rendering)`` in the environment of Kubernetes ``version``: phase ``value`` with the
+    value and its record.py rendering, or ``compile``/``evaluate``/``cost`` with the message as the rendering."""
     backend = backend_named(engine)
     try:
-        program = Environment((), backend=backend).compile(expression)
+        program = Environment((), backend=backend, kubernetes_version=version).compile(expression)
     except CelCompileError as error:
         return "compile", None, str(error)
     try:
@@ -99,9 +109,10 @@ def go_float(value: float) -> str:
     return f"{mantissa}e{sign}{digits}"
 
 
-def agreement(engine: str, fact: dict[str, Any]) -> tuple[bool, str]:
-    """Whether ``engine`` agrees with the recorded ``fact``, and a line saying both answers."""
-    phase, plain, rendering = outcome(engine, fact["expression"])
+def agreement(engine: str, fact: dict[str, Any], version: str) -> tuple[bool, str]:
+    """Whether ``engine`` agrees with ``fact``, recorded from the apiserver of ``version``, and a line saying both
+    answers."""
+    phase, plain, rendering = outcome(engine, fact["expression"], version)
     recorded = fact["outcome"]
     if recorded == "equal":
         expected = table_rows()[fact["id"]]["expected"]
@@ -118,38 +129,43 @@ def agreement(engine: str, fact: dict[str, Any]) -> tuple[bool, str]:
 
 
 @cache
-def decisions() -> list[dict[str, Any]]:
-    """The recorded decisions (requests and refused cases), in recording order."""
-    return list(tables.load(DECISIONS))
+def decisions(version: str) -> list[dict[str, Any]]:
+    """The decisions recorded from the apiserver of ``version`` (requests and refused cases), in recording order."""
+    return list(tables.load(RECORDED[version] / "decisions.yaml"))
 
 
 @cache
-def decision_cases() -> dict[str, dict[str, Any]]:
-    """The cases of decision_cases.yaml by ``why``."""
-    return {case["why"]: case for case in tables.load(DECISION_CASES)["cases"]}
+def decision_cases(path: Path = DECISION_CASES) -> dict[str, dict[str, Any]]:
+    """The cases of ``path`` (decision_cases.yaml, or the corpus's) by ``why``."""
+    return {case["why"]: case for case in tables.load(path)["cases"]}
 
 
-def known_decision_differences() -> dict[tuple[str, str, str], str]:
-    """(case, request, engine) -> cause, from decision_differences.yaml."""
-    if not DECISION_DIFFERENCES.exists():
-        return {}
+def known_decision_differences(version: str) -> dict[tuple[str, str, str], str]:
+    """(case, request, engine) -> cause, from ``version``'s decision_differences.yaml."""
     return {
         (row["case"], row["why"], engine): entry["cause"]
-        for entry in tables.load(DECISION_DIFFERENCES)
+        for entry in known_differences(version, "decision_differences.yaml")
         for row in entry["rows"]
         for engine in entry["engines"]
     }
 
 
-def decision_outcome(engine: str, entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(ours, the apiserver's) for a recorded entry, in the same terms: ``refused`` (which policy documents do
-    not load), or ``allowed`` with ``code``/``message`` when denied and ``warnings``."""
-    case = decision_cases()[entry["case"]]
+def decision_outcome(
+    engine: str, entry: dict[str, Any], version: str, cases: Path = DECISION_CASES
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(ours, the apiserver's) for an entry of a case of ``cases`` recorded from the apiserver of ``version``, in the
+    same terms: ``refused`` (which policy documents do not load), or ``allowed`` with ``code``/``message`` when
+    denied and ``warnings``."""
+    case = decision_cases(cases)[entry["case"]]
+    documents = as_sent(case["policies"], version)
     if "refused" in entry:
-        refused = sorted(document["metadata"]["name"] for document in case["policies"] if not _loads(document, engine))
+        refused = sorted(
+            document["metadata"]["name"] for document in documents if not _loads(document, engine, version)
+        )
         recorded = sorted(message.split('"')[1] for message in entry["refused"])
         return {"refused": refused}, {"refused": recorded}
-    policies = load_policy_text(yaml.safe_dump_all(case["policies"]), file=case["why"], engine=engine)
+    text = yaml.safe_dump_all(documents)
+    policies = load_policy_text(text, file=case["why"], engine=engine, version=version)
     store = InMemoryObjectStore([*case.get("objects", ()), *policies.params])
     recorded = entry["apiserver"]
     if mutating(case):
@@ -173,34 +189,50 @@ def decision_outcome(engine: str, entry: dict[str, Any]) -> tuple[dict[str, Any]
     return ours, theirs
 
 
-def _loads(document: dict[str, Any], engine: str) -> bool:
+def as_sent(documents: list[dict[str, Any]], version: str) -> list[dict[str, Any]]:
+    """``documents`` as the recorder sent them to the apiserver of ``version``: MutatingAdmissionPolicies written as
+    ``RECORDED_MAP_API`` in the newest version it serves (``apiserver.Apiserver``, ``loader.SERVED``)."""
+    group = RECORDED_MAP_API.rpartition("/")[0]
+    newest = next(v for v in ("v1", "v1beta1", "v1alpha1") if serves(version, "MutatingAdmissionPolicy", v))
+    return [
+        {**document, "apiVersion": f"{group}/{newest}"} if document["apiVersion"] == RECORDED_MAP_API else document
+        for document in documents
+    ]
+
+
+def _loads(document: dict[str, Any], engine: str, version: str) -> bool:
     try:
-        load_policy_text(yaml.safe_dump(document), engine=engine)
+        load_policy_text(yaml.safe_dump(document), engine=engine, version=version)
     except PolicyLoadError:
         return False
     return True
 
 
 def main() -> None:
-    """Print the agreement of each engine with the recorded facts and decisions, and each disagreement."""
-    for engine in CEL_ENGINES:
-        misses = []
-        for entry in decisions():
-            ours, theirs = decision_outcome(engine, entry)
-            if ours != theirs:
-                misses.append(f"  {entry['case']}: {entry['why']}: apiserver {theirs}; {engine} {ours}")
-        total = len(decisions())
-        print(f"{engine}: {total - len(misses)}/{total} decisions ({100 * (total - len(misses)) / total:.1f} %) agree")
-        print("\n".join(misses))
-    for engine in CEL_ENGINES:
-        misses = []
-        for fact_id, fact in facts().items():
-            agrees, line = agreement(engine, fact)
-            if not agrees:
-                misses.append(f"  {fact_id}: {line}")
-        total = len(facts())
-        print(f"{engine}: {total - len(misses)}/{total} ({100 * (total - len(misses)) / total:.1f} %) agree")
-        print("\n".join(misses))
+    """Print, per recorded version, the agreement of each engine with its facts and decisions, and each
+    disagreement."""
+    for version in RECORDED:
+        for engine in CEL_ENGINES:
+            misses = []
+            for entry in decisions(version):
+                ours, theirs = decision_outcome(engine, entry, version)
+                if ours != theirs:
+                    misses.append(f"  {entry['case']}: {entry['why']}: apiserver {theirs}; {engine} {ours}")
+            print(f"{version} {engine}: {figure(len(decisions(version)), len(misses))} decisions agree")
+            print("\n".join(misses))
+        for engine in CEL_ENGINES:
+            misses = []
+            for fact_id, fact in facts(version).items():
+                agrees, line = agreement(engine, fact, version)
+                if not agrees:
+                    misses.append(f"  {fact_id}: {line}")
+            print(f"{version} {engine}: {figure(len(facts(version)), len(misses))} CEL facts agree")
+            print("\n".join(misses))
+
+
+def figure(total: int, misses: int) -> str:
+    """``<agreeing>/<total> (<percent> %)``."""
+    return f"{total - misses}/{total} ({100 * (total - misses) / max(total, 1):.1f} %)"
 
 
 if __name__ == "__main__":

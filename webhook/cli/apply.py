@@ -17,6 +17,7 @@ from webhook.cli.common import (
     fail,
     handle_errors,
     junit_cases,
+    kubernetes_version_option,
     now_option,
     output_options,
     rendered,
@@ -71,6 +72,7 @@ _PATHS = click.Path(exists=True, path_type=Path)
 @output_options()
 @now_option()
 @cel_engine_option()
+@kubernetes_version_option()
 @handle_errors
 def apply_command(
     *,
@@ -83,6 +85,7 @@ def apply_command(
     output: Output,
     now: datetime.datetime,
     cel_engine: str,
+    kubernetes_version: str,
 ) -> None:
     """Check Kubernetes manifests against the admission policies, offline, as the API server would admit them.
 
@@ -107,7 +110,7 @@ def apply_command(
     Exit codes: 0 every object admitted (warnings too); 1 an object denied or invalid; 2 bad input (no policies,
     an unreadable file, no object to check).
     """
-    policy_set = load_policy_set(policies, engine=cel_engine)
+    policy_set = load_policy_set(policies, engine=cel_engine, version=kubernetes_version)
     if not (policy_set.validating_policies or policy_set.mutating_policies):
         raise InputError(f"no admission policy in {_names(policies)}")
     subjects = read_manifests(_texts(manifests))

@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from webhook.cli.common import EXIT_NEGATIVE, cel_engine_option, echo_json, fail, handle_errors, now_option
+from webhook.cli.common import (
+    EXIT_NEGATIVE,
+    cel_engine_option,
+    echo_json,
+    fail,
+    handle_errors,
+    kubernetes_version_option,
+    now_option,
+)
 from webhook.errors import CelCompileError, CelEvaluationError, InputError
 from webhook.manifests import iter_yaml_documents, read_text
 from webhook.policy import evaluate
@@ -31,8 +39,11 @@ def cel() -> None:
 )
 @now_option()
 @cel_engine_option()
+@kubernetes_version_option()
 @handle_errors
-def eval_command(expression: str, variables: tuple[str, ...], now: datetime.datetime, cel_engine: str) -> None:
+def eval_command(
+    expression: str, variables: tuple[str, ...], now: datetime.datetime, cel_engine: str, kubernetes_version: str
+) -> None:
     """Evaluate EXPRESSION and print the result as JSON.
 
     The environment is the policies' own: the Kubernetes CEL libraries and upgrade-gate's extensions.
@@ -47,7 +58,7 @@ def eval_command(expression: str, variables: tuple[str, ...], now: datetime.date
     """
     values = dict(_variable(text) for text in variables)
     try:
-        result = evaluate(expression, values, now=now, engine=cel_engine)
+        result = evaluate(expression, values, now=now, engine=cel_engine, kubernetes_version=kubernetes_version)
     except CelCompileError as error:
         raise InputError(f"compile error: {error}") from None
     except CelEvaluationError as error:

@@ -21,7 +21,14 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 import click
 
 from webhook.errors import InputError, UpgradeGateError
-from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
+from webhook.settings import (
+    CEL_ENGINES,
+    DEFAULT_CEL_ENGINE,
+    DEFAULT_KUBERNETES_VERSION,
+    KUBERNETES_VERSIONS,
+    kubernetes_version,
+    kubernetes_version_from_env,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,6 +46,32 @@ def cel_engine_option(default: str | None = DEFAULT_CEL_ENGINE) -> Callable[[Cal
         type=click.Choice(CEL_ENGINES),
         default=default,
         help=f"CEL backend: cel-python (pure Python) or cel-expr (cel-cpp, faster).  [default: {shown}]",
+    )
+
+
+def kubernetes_version_option(from_env: bool = True) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """``--kubernetes-version 1.34``: the cluster's Kubernetes version, whose apiserver's CEL libraries and admission
+    APIs the policies are loaded for (``webhook.settings.KUBERNETES_VERSIONS``); without it,
+    ``UPGRADE_GATE_KUBERNETES_VERSION``, else the newest (``from_env`` False: ``None``, the command's settings
+    decide). A version not supported is a usage error."""
+
+    def check(_context: click.Context, _parameter: click.Parameter, value: str | None) -> str | None:
+        try:
+            if value is None:
+                return kubernetes_version_from_env() if from_env else None
+            return kubernetes_version(value, "--kubernetes-version")
+        except InputError as error:
+            raise click.BadParameter(str(error)) from None
+
+    return click.option(
+        "--kubernetes-version",
+        metavar="VERSION",
+        callback=check,
+        help=(
+            f"The cluster's Kubernetes version ({', '.join(KUBERNETES_VERSIONS)}): a policy that uses a CEL library "
+            "or an admission API it lacks does not load.  [default: UPGRADE_GATE_KUBERNETES_VERSION, else "
+            f"{DEFAULT_KUBERNETES_VERSION}]"
+        ),
     )
 
 

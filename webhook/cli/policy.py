@@ -19,6 +19,7 @@ from webhook.cli.common import (
     handle_errors,
     junit_cases,
     junit_text,
+    kubernetes_version_option,
     output_options,
     rendered,
     table,
@@ -40,8 +41,9 @@ def policy() -> None:
 @output_options()
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), hidden=True)  # deprecated alias
 @cel_engine_option()
+@kubernetes_version_option()
 @handle_errors
-def test(paths: tuple[Path, ...], output: Output, junit: Path | None, cel_engine: str) -> None:
+def test(paths: tuple[Path, ...], output: Output, junit: Path | None, cel_engine: str, kubernetes_version: str) -> None:
     """Run PolicyTest suites (files or directories).
 
     Each case is admitted as the kube-apiserver would: mutating policies, their patch, then validating
@@ -57,7 +59,7 @@ def test(paths: tuple[Path, ...], output: Output, junit: Path | None, cel_engine
     if not suites:
         raise InputError(f"no PolicyTest suite (kind: PolicyTest) found in {', '.join(map(str, paths))}")
     results: list[SuiteResult] = []
-    for index, result in enumerate(run_suites(suites, engine=cel_engine), start=1):
+    for index, result in enumerate(run_suites(suites, engine=cel_engine, version=kubernetes_version), start=1):
         results.append(result)
         if sys.stderr.isatty():
             click.echo(f"\r[{index}/{len(suites)}] {result.name}".ljust(60), err=True, nl=False)
@@ -74,8 +76,9 @@ def test(paths: tuple[Path, ...], output: Output, junit: Path | None, cel_engine
 @policy.command("lint")
 @PATHS
 @output_options()
+@kubernetes_version_option()
 @handle_errors
-def lint_command(paths: tuple[Path, ...], output: Output) -> None:
+def lint_command(paths: tuple[Path, ...], output: Output, kubernetes_version: str) -> None:
     """Validate policy files as the kube-apiserver does on create, and say which are portable.
 
     A policy that calls an upgrade-gate extension function (clock.now, cluster.get/list, olm.*) runs only in
@@ -85,10 +88,12 @@ def lint_command(paths: tuple[Path, ...], output: Output) -> None:
     --output json gives their estimates, and what a request does not choose (params, the user, lookups) but could
     still grow past the limit ("unbounded", information only). Every broken file is reported with its file, line,
     column and field; the others are still listed. A binding whose policyName names no policy in the files linted
-    is reported too. -o junit: a test case per file, failing when it is broken. Exit 1 if any file is broken or
+    is reported too. SINCE: the first Kubernetes version whose apiserver creates the policy (its API version served,
+    the CEL libraries of its expressions given to new policies); with --kubernetes-version, a policy needing a
+    later one is broken. -o junit: a test case per file, failing when it is broken. Exit 1 if any file is broken or
     any policy fails, 2 if none is found.
     """
-    reports = lint(paths)
+    reports = lint(paths, kubernetes_version)
     if not reports:
         raise InputError(f"no policy file (*.yaml, *.yml, *.json) found in {', '.join(map(str, paths))}")
     output.emit(lambda form: _render_lint(form, reports))
@@ -185,7 +190,7 @@ def _lint_table(reports: list[FileReport]) -> str:
     rows: list[tuple[str, ...]] = []
     for report in reports:
         if report.errors:
-            rows.append((str(report.file), "-", "-", "BROKEN", f"{len(report.errors)} error(s), see below"))
+            rows.append((str(report.file), "-", "-", "BROKEN", "-", f"{len(report.errors)} error(s), see below"))
         for item in report.policies:
             portable = "yes" if item.portable else "no"
             notes = ", ".join(item.extensions)
@@ -194,8 +199,8 @@ def _lint_table(reports: list[FileReport]) -> str:
             if item.expensive:
                 cancelled = f"{len(item.expensive)} expression(s) may be cancelled at run time"
                 notes += f"{'; ' if notes else ''}{cancelled}{' (FAILED)' if item.failed else ''}"
-            rows.append((str(report.file), item.kind, item.name, portable, notes))
-    return "\n".join(table(("FILE", "KIND", "NAME", "PORTABLE", "EXTENSIONS"), rows))
+            rows.append((str(report.file), item.kind, item.name, portable, item.since, notes))
+    return "\n".join(table(("FILE", "KIND", "NAME", "PORTABLE", "SINCE", "EXTENSIONS"), rows))
 
 
 #: Characters of an expression quoted in a text report line (the JSON report has it whole).
@@ -228,6 +233,7 @@ def _file_document(report: FileReport) -> dict[str, Any]:
                 "kind": p.kind,
                 "name": p.name,
                 "portable": p.portable,
+                "since": p.since,
                 "failed": p.failed,
                 "failurePolicy": p.failure_policy,
                 "unbounded": list(p.unbounded),

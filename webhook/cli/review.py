@@ -29,6 +29,7 @@ from webhook.cli.common import (
     cel_engine_option,
     fail,
     junit_suite,
+    kubernetes_version_option,
     now_option,
     output_options,
     rendered,
@@ -81,6 +82,7 @@ _LEAST = 20
 @output_options()
 @now_option()
 @cel_engine_option()
+@kubernetes_version_option()
 def review(
     *,
     repo: Path,
@@ -93,6 +95,7 @@ def review(
     output: Output,
     now: datetime.datetime,
     cel_engine: str,
+    kubernetes_version: str,
 ) -> None:
     """Check a change of a GitOps repository against the policies, as the cluster will see it once merged.
 
@@ -133,6 +136,7 @@ def review(
         forge_token=SyncSettings.from_env().forge_token,
         now=now,
         engine=cel_engine,
+        kubernetes_version=kubernetes_version,
     )
     try:
         report = run_review(options)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from webhook import logs
-from webhook.cli.common import cel_engine_option, handle_errors
+from webhook.cli.common import cel_engine_option, handle_errors, kubernetes_version_option
 from webhook.settings import ServeSettings
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
@@ -48,6 +48,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
 @cel_engine_option(default=None)
+@kubernetes_version_option(from_env=False)
 @handle_errors
 def serve(**flags: Any) -> None:
     """Serve the policies to the kube-apiserver: POST /validate and /mutate (AdmissionReview v1, v1beta1).

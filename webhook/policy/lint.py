@@ -4,7 +4,8 @@ A policy is portable to in-tree ValidatingAdmissionPolicy / MutatingAdmissionPol
 expressions calls an upgrade-gate extension function (``webhook.policy.cel.EXTENSION_FUNCTIONS``: request
 time, cluster lookups, OLM version ranges) and none can be cancelled at run time. The report also names the
 expressions another CEL engine evaluates (``fallbacks``: on cel-expr, those nested deeper than cel-cpp's
-parser allows run on cel-python).
+parser allows run on cel-python), and ``since``: the first Kubernetes version whose apiserver creates it (serves its
+API version, ``loader.SERVED``, and gives new expressions every CEL library it uses, ``cel.versions``).
 
 Cost (``webhook.policy.cel.estimate``). The apiserver creates a policy whatever its expressions' estimated costs
 and cancels an evaluation that passes ``PerCallLimit`` (1,000,000) at run time (here too); a cancelled
@@ -41,10 +42,12 @@ from webhook.policy.cel.estimate import (
     estimate_text,
     object_of,
 )
+from webhook.policy.cel.versions import since, version_key
 from webhook.policy.documents import policy_files
 from webhook.policy.lexical import blank_strings, read_names
-from webhook.policy.loader import load_policy_set
+from webhook.policy.loader import SERVED, load_policy_set
 from webhook.policy.model import FAIL, IGNORE, Expression, MutatingPolicy, ValidatingPolicy, expressions
+from webhook.settings import DEFAULT_KUBERNETES_VERSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,8 @@ class PolicyReport:
     once) a request can make cost more than the per-expression limit, and ``unbounded``: what the requester does
     not choose (``params``, ``request.userInfo``, extension functions) whose size alone can take one of them
     past it (information). Portable when it calls no extension and none is expensive; ``failed`` when one is and
-    its ``failure_policy`` is ``Ignore``."""
+    its ``failure_policy`` is ``Ignore``. ``since``: the first Kubernetes version (``1.33``) whose apiserver creates
+    it."""
 
     kind: str
     name: str
@@ -80,6 +84,7 @@ class PolicyReport:
     expensive: tuple[ExpensiveExpression, ...] = ()
     unbounded: tuple[str, ...] = ()
     failure_policy: str = FAIL
+    since: str = ""
 
     @property
     def portable(self) -> bool:
@@ -107,8 +112,9 @@ class FileReport:
         return bool(self.errors) or any(policy.failed for policy in self.policies)
 
 
-def lint(paths: Iterable[str | Path]) -> list[FileReport]:
-    """Lint every policy file under ``paths`` on its own (so a broken file hides nothing else).
+def lint(paths: Iterable[str | Path], version: str = DEFAULT_KUBERNETES_VERSION) -> list[FileReport]:
+    """Lint every policy file under ``paths`` on its own (so a broken file hides nothing else), loaded for Kubernetes
+    ``version`` (``webhook.settings.KUBERNETES_VERSIONS``).
 
     A binding whose ``policyName`` names no policy of its kind in any file linted is an error of its file
     (the kube-apiserver accepts it, and it never takes effect). Raises ``PolicyLoadError`` only for a path
@@ -118,7 +124,7 @@ def lint(paths: Iterable[str | Path]) -> list[FileReport]:
     bindings: list[tuple[int, str, str, str]] = []  # report index, policy kind, binding name, policyName
     for file in policy_files(paths):
         try:
-            loaded = load_policy_set([file])
+            loaded = load_policy_set([file], version=version)
         except PolicyLoadError as error:
             reports.append(FileReport(file, errors=error.problems))
             continue
@@ -148,7 +154,14 @@ def _report(policy: ValidatingPolicy | MutatingPolicy) -> PolicyReport:
         tuple(costs.expensive),
         tuple(sorted(costs.unbounded)),
         policy.failure_policy,
+        _since(policy),
     )
+
+
+def _since(policy: ValidatingPolicy | MutatingPolicy) -> str:
+    """The first Kubernetes version that serves the policy's API version and gives its expressions their libraries."""
+    served = SERVED[_kind(policy), policy.api_version][0]
+    return max((served, *(since(expression.text) for expression in expressions(policy))), key=version_key)
 
 
 def _kind(policy: ValidatingPolicy | MutatingPolicy) -> str:

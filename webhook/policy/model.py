@@ -16,7 +16,7 @@ from typing import Any
 
 from webhook.objects import LabelSelector
 from webhook.policy.cel import Program
-from webhook.settings import DEFAULT_CEL_ENGINE
+from webhook.settings import DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION
 
 FAIL = "Fail"
 IGNORE = "Ignore"
@@ -131,7 +131,8 @@ class ValidatingPolicy:
 
     ``all_validations``: one program of every validation's expression, their results as a list in order
     (``specs.all_of``), so that a request pays one evaluation where it would pay one per validation; ``None``
-    where there is none (see ``specs.all_of``)."""
+    where there is none (see ``specs.all_of``). ``api_version``: the version of ``admissionregistration.k8s.io``
+    its document was written in (``v1``, ``v1beta1``; ``v1alpha1`` too for a MutatingPolicy)."""
 
     name: str
     match_constraints: MatchResources
@@ -142,6 +143,7 @@ class ValidatingPolicy:
     param_kind: ParamKind | None = None
     failure_policy: str = FAIL
     all_validations: Program | None = field(default=None, compare=False, repr=False)
+    api_version: str = "v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +163,8 @@ class MutatingPolicy:
 
     ``all_mutations``: one program of every mutation's expression, their results as a list in order
     (``specs.all_of``): the mutations up to the first that changes the object see the same object, so one
-    evaluation gives all of their results (``mutation``); ``None`` where there is none."""
+    evaluation gives all of their results (``mutation``); ``None`` where there is none. ``api_version``: the
+    version of ``admissionregistration.k8s.io`` its document was written in."""
 
     name: str
     match_constraints: MatchResources
@@ -172,6 +175,7 @@ class MutatingPolicy:
     param_kind: ParamKind | None = None
     failure_policy: str = FAIL
     all_mutations: Program | None = field(default=None, compare=False, repr=False)
+    api_version: str = "v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +198,8 @@ class PolicySet:
 
     ``params`` are the other objects given beside the policies (ConfigMaps, custom resources), as plain
     JSON-shaped mappings; the caller puts them in the object store the engine reads params from. ``engine``
-    names the CEL backend the expressions were compiled for (``webhook.settings.CEL_ENGINES``).
+    names the CEL backend the expressions were compiled for (``webhook.settings.CEL_ENGINES``), ``kubernetes_version``
+    the Kubernetes version whose apiserver's environment and APIs they were loaded for (``KUBERNETES_VERSIONS``).
     """
 
     validating_policies: tuple[ValidatingPolicy, ...] = ()
@@ -203,6 +208,7 @@ class PolicySet:
     mutating_bindings: tuple[MutatingBinding, ...] = ()
     params: tuple[Mapping[str, Any], ...] = ()
     engine: str = DEFAULT_CEL_ENGINE
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
 
 
 def expressions(value: Any) -> Iterator[Expression]:

@@ -61,7 +61,7 @@ from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, collect_params
 from webhook.policy.engine import Admission, PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.policy.model import PolicySet
-from webhook.settings import DEFAULT_CEL_ENGINE
+from webhook.settings import DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION
 
 API_VERSION = "upgrade-gate.io/v1alpha1"
 KIND = "PolicyTest"
@@ -173,17 +173,21 @@ def load_suites(paths: Iterable[str | Path]) -> list[Suite]:
     return suites
 
 
-def run_suites(suites: Iterable[Suite], *, engine: str = DEFAULT_CEL_ENGINE) -> Iterator[SuiteResult]:
+def run_suites(
+    suites: Iterable[Suite], *, engine: str = DEFAULT_CEL_ENGINE, version: str = DEFAULT_KUBERNETES_VERSION
+) -> Iterator[SuiteResult]:
     """Run each suite in turn (a generator, so callers can show progress)."""
     for suite in suites:
-        yield run_suite(suite, engine=engine)
+        yield run_suite(suite, engine=engine, version=version)
 
 
-def run_suite(suite: Suite, *, engine: str = DEFAULT_CEL_ENGINE) -> SuiteResult:
-    """Load the suite's policies once, compiled for the CEL backend ``engine``, and run its cases; a policy
-    load error fails the whole suite."""
+def run_suite(
+    suite: Suite, *, engine: str = DEFAULT_CEL_ENGINE, version: str = DEFAULT_KUBERNETES_VERSION
+) -> SuiteResult:
+    """Load the suite's policies once, compiled for the CEL backend ``engine`` as Kubernetes ``version`` takes them,
+    and run its cases; a policy load error fails the whole suite."""
     try:
-        policies = load_policy_set(suite.policies, engine=engine)
+        policies = load_policy_set(suite.policies, engine=engine, version=version)
     except UpgradeGateError as error:
         return SuiteResult(suite.name, suite.file, error=str(error))
     results = [_run_case(suite, case, policies) for case in suite.cases]

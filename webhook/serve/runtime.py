@@ -34,7 +34,7 @@ from webhook.policy import Decision, PolicyEngine, PolicySet, Source, load_polic
 from webhook.serve.metrics import Metrics
 from webhook.serve.shared import SharedRecord
 from webhook.serve.stores import read_objects
-from webhook.settings import DEFAULT_CEL_ENGINE
+from webhook.settings import DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +152,9 @@ class PolicyRuntime:
     ``snapshot`` is ``None`` until the first successful ``load``; ``error`` is the last load's error text
     (``None`` after a success); ``staged`` a set ``stage`` loaded and ``activate`` has not served yet.
     ``metrics`` (optional) gets the generation and load errors. ``engine``: the CEL backend the set is compiled
-    for (``webhook.settings.CEL_ENGINES``). ``shared``: where ``stage`` and ``activate`` publish and ``current``
-    and ``prepare`` read in forked processes (see the module docstring); ``None`` in a single process.
+    for (``webhook.settings.CEL_ENGINES``); ``kubernetes_version``: the cluster's version it is loaded for.
+    ``shared``: where ``stage`` and ``activate`` publish and ``current`` and ``prepare`` read in forked processes
+    (see the module docstring); ``None`` in a single process.
     """
 
     def __init__(
@@ -164,10 +165,12 @@ class PolicyRuntime:
         metrics: Metrics | None = None,
         make_admitter: AdmitterFactory = EngineAdmitter,
         engine: str = DEFAULT_CEL_ENGINE,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
         shared: SharedRecord | None = None,
     ) -> None:
         self.policies_path = policies
         self.engine = engine
+        self.kubernetes_version = kubernetes_version
         self.objects_path = objects
         self.metrics = metrics
         self.make_admitter = make_admitter
@@ -223,7 +226,7 @@ class PolicyRuntime:
         generation = self.snapshot.generation + 1 if self.snapshot else 1
         try:
             sources = tuple(read_sources([self.policies_path]))
-            policies = load_policy_sources(sources, engine=self.engine)
+            policies = load_policy_sources(sources, engine=self.engine, version=self.kubernetes_version)
             objects = tuple(read_objects(self.objects_path)) if self.objects_path else ()
             staged = self._snapshot(generation, sources, policies, objects)
             self._publish(Published(_loaded(self.snapshot), _loaded(staged), None))
@@ -308,7 +311,7 @@ class PolicyRuntime:
         """``loaded`` compiled here, once: the last compiled set is kept."""
         with self._compile_lock:
             if self._compiled is None or self._compiled.generation != loaded.generation:
-                policies = load_policy_sources(loaded.sources, engine=self.engine)
+                policies = load_policy_sources(loaded.sources, engine=self.engine, version=self.kubernetes_version)
                 self._compiled = self._snapshot(loaded.generation, loaded.sources, policies, loaded.objects)
             return self._compiled
 

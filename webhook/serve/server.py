@@ -277,7 +277,12 @@ def serve(settings: ServeSettings) -> None:
     tls.current()
     metrics = Metrics(settings.metrics_dir)
     runtime = PolicyRuntime(
-        settings.policies, settings.objects, metrics=metrics, engine=settings.cel_engine, shared=SharedRecord()
+        settings.policies,
+        settings.objects,
+        metrics=metrics,
+        engine=settings.cel_engine,
+        kubernetes_version=settings.kubernetes_version,
+        shared=SharedRecord(),
     )
     if not runtime.load() or runtime.snapshot is None:
         raise PolicyLoadError(runtime.error or "the policy set does not load")

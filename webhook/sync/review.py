@@ -46,7 +46,7 @@ from webhook.plan import (
     suite_failures,
 )
 from webhook.policy import PolicySet, SuiteResult, load_policy_set, load_suites, run_suites
-from webhook.settings import DEFAULT_CEL_ENGINE
+from webhook.settings import DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION
 from webhook.sync.config import CONFIG_FILE, SyncConfig, read_config
 
 COMMENT_MARKER = "<!-- upgrade-gate:review -->"
@@ -69,6 +69,7 @@ class ReviewOptions:
     forge_token: str = ""
     now: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
     engine: str = DEFAULT_CEL_ENGINE
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +128,7 @@ def run_review(options: ReviewOptions) -> ReviewReport:
     problems = [p for p in after.problems if p.file in changed] + duplicates
     with tempfile.TemporaryDirectory(prefix="upgrade-gate-review-") as scratch:
         head_paths = _materialize(repo, head, check.policies, Path(scratch) / "head", required=True)
-        policies = _load(head_paths, Path(scratch) / "head", "HEAD", options.engine)
+        policies = _load(head_paths, Path(scratch) / "head", "HEAD", options)
         reviewers = _reviewers(forge, options, check)
         inputs = Review(changes, before.objects, policies, check.applier, reviewers, options.now, tuple(problems))
         results = review(replace(inputs, texts=texts, teams=check.teams))
@@ -136,12 +137,12 @@ def run_review(options: ReviewOptions) -> ReviewReport:
             scratch_head = f"{Path(scratch) / 'head'}/"
             suites = tuple(
                 replace(s, file=Path(str(s.file).removeprefix(scratch_head)))
-                for s in run_suites(load_suites(head_paths), engine=options.engine)
+                for s in run_suites(load_suites(head_paths), engine=options.engine, version=options.kubernetes_version)
             )
             results += suite_failures(suites)
             base_paths = _materialize(repo, merge_base, check.policies, Path(scratch) / "base", required=False)
             try:
-                old = _load(base_paths, Path(scratch) / "base", "base", options.engine) if base_paths else PolicySet()
+                old = _load(base_paths, Path(scratch) / "base", "base", options) if base_paths else PolicySet()
             except PolicyLoadError as error:
                 message = f"no comparison with the base policies, which do not load: {str(error).splitlines()[0]}"
                 results.append(Result(CONFIG_FILE, 0, "-", "-", "-", "skipped", message, role="policies"))
@@ -243,10 +244,10 @@ def _materialize(repo: Repo, commit: str, paths: Sequence[str], dest: Path, *, r
     return found
 
 
-def _load(paths: Sequence[Path], root: Path, name: str, engine: str) -> PolicySet:
+def _load(paths: Sequence[Path], root: Path, name: str, options: ReviewOptions) -> PolicySet:
     """The policy set, its messages naming ``name:<file>`` instead of the scratch directory."""
     try:
-        return load_policy_set(paths, engine=engine)
+        return load_policy_set(paths, engine=options.engine, version=options.kubernetes_version)
     except PolicyLoadError as error:
         raise PolicyLoadError(str(error).replace(f"{root}/", f"{name}:"), error.problems) from None
 

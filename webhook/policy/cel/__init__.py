@@ -30,7 +30,7 @@ from webhook.policy.cel.estimate import PER_CALL_LIMIT
 from webhook.policy.cel.libraries import EXTENSION_FUNCTIONS
 from webhook.policy.cel.libraries.extensions import extension_bindings
 from webhook.policy.cel.reads import Lookups, lookups
-from webhook.settings import DEFAULT_CEL_ENGINE
+from webhook.settings import DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION
 
 __all__ = [
     "EXTENSION_FUNCTIONS",
@@ -63,20 +63,22 @@ def evaluate(
     now: datetime.datetime | None = None,
     store: ObjectStore | None = None,
     engine: str = DEFAULT_CEL_ENGINE,
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> object:
     """Compile ``expression`` with ``variables``' names declared, evaluate it on their values and return
     plain Python. Raises a ``webhook.errors.CelError`` (compile or evaluation) and nothing else.
 
     ``clock.now()`` returns ``now`` (default: the current time, UTC); ``cluster.get/list`` read ``store``
     (default: none bound, so they fail with "not available"). ``engine``: the backend (``CEL_ENGINES``);
-    ``ValueError`` for another name.
+    ``ValueError`` for another name. ``kubernetes_version``: the apiserver whose CEL libraries it may use
+    (``versions``).
 
     >>> evaluate("object.spec.replicas > 2", {"object": {"spec": {"replicas": 3}}})
     True
     """
     values = dict(variables or {})
     backend = backend_named(engine)
-    program = Environment(values, backend=backend).compile(expression)
+    program = Environment(values, backend=backend, kubernetes_version=kubernetes_version).compile(expression)
     activation = {name: backend.to_cel(value) for name, value in values.items()}
     bindings = extension_bindings(store, now or datetime.datetime.now(datetime.UTC))
     return backend.to_python(program.evaluate({**bindings, **activation}))

@@ -17,7 +17,8 @@ from webhook.policy.cel.backend import Backend, Executable, Limits
 from webhook.policy.cel.celpython.backend import CelPythonBackend, TypeCheck
 from webhook.policy.cel.cost import DEFAULT_COST_LIMIT
 from webhook.policy.cel.libraries import LIBRARY, NAMESPACES
-from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
+from webhook.policy.cel.versions import refusal
+from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION
 
 #: cel-go's default limit on expression size, in code points.
 DEFAULT_MAX_EXPRESSION_LENGTH = 100_000
@@ -100,6 +101,8 @@ class Environment:
 
     The library namespaces (``sets``, ``strings``, ``lists``, and the extensions ``cluster``, ``clock``,
     ``olm``) are always declared; a variable of the same name in an activation takes precedence.
+    ``kubernetes_version``: the apiserver whose environment for new expressions this is (``versions``): a library
+    it brings later is refused at compile time, with its message.
     """
 
     def __init__(
@@ -110,8 +113,10 @@ class Environment:
         max_expression_length: int = DEFAULT_MAX_EXPRESSION_LENGTH,
         max_nesting: int = DEFAULT_MAX_NESTING,
         backend: Backend | None = None,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
     ) -> None:
         self.variables = frozenset(variables)
+        self.kubernetes_version = kubernetes_version
         self.limits = Limits(cost_limit, max_expression_length, max_nesting)
         self._backend = backend or default_backend()
 
@@ -125,6 +130,9 @@ class Environment:
         by name in declaration order, and ``exclusive``, those of them whose value no other expression of the policy
         needs on a request it admits (see ``Backend.compile``).
         """
+        refused = refusal(expression, self.kubernetes_version)
+        if refused is not None:
+            raise refused
         executables = {name: program._executable for name, program in (definitions or {}).items()}
         return Program(
             expression, self._backend.compile(expression, self.variables, self.limits, executables, exclusive)

@@ -39,6 +39,7 @@ from typing import Any, cast
 from cel_expr_python import cel
 from cel_expr_python.ext.ext_bindings import ExtBindings
 from google.protobuf import duration_pb2, timestamp_pb2
+from lark import Token
 
 from webhook.errors import CelCompileError, CelEvaluationError, CostLimitExceeded
 from webhook.policy.cel import values as shared_values
@@ -58,7 +59,7 @@ from webhook.policy.cel.celexpr.values import decoded, from_expr, plain_json, to
 from webhook.policy.cel.cost import COST_LIMIT_MESSAGE, Budget, check_deadline
 from webhook.policy.cel.frontend.check import FrontEnd, Signatures, front_end, uses_optionals
 from webhook.policy.cel.frontend.standard import STANDARD
-from webhook.policy.cel.frontend.tree import Node
+from webhook.policy.cel.frontend.tree import Node, call_arguments
 from webhook.policy.cel.frontend.variables import check_variable_selections
 from webhook.policy.cel.libraries import optional
 from webhook.policy.cel.libraries.optional import Optional
@@ -97,11 +98,19 @@ PARAMS = "params"
 #: cel-cpp's optional types (syntax and library), for the expressions that use them: the optional syntax or library
 #: (``uses_optionals``, ``_OPTIONAL_MEMBERS``), a library function returning an optional or a read of an optional
 #: variable (``optionals.py``).
-_OPTIONALS = cel.NewEnvConfigFromYaml("extensions:\n  - name: optional\n")
+_OPTIONALS = cel.NewEnvConfigFromYaml("extensions:\n  - name: optional\n  - name: two-var-comprehensions\n")
+#: cel-go's two-variable comprehensions (``ext.TwoVarComprehensions``), which every environment parses and checks
+#: (a Kubernetes version without them refuses them first, ``webhook.policy.cel.versions``).
+_TWO_VARIABLES = cel.NewEnvConfigFromYaml("extensions:\n  - name: two-var-comprehensions\n")
+#: Macros cel-cpp expands into ``cel.@mapInsert``, which its runtime does not implement: such an expression is
+#: compiled and evaluated by the fallback backend (``FallbackExecutable``).
+_FALLBACK_MACROS = frozenset({"transformMap", "transformMapEntry"})
 #: The comprehension macros. A variable bound in cel-cpp (``composition``) is evaluated once per expression that reads
 #: it instead of once per evaluation tuple, which costs less than the reader's calls into Python unless it iterates:
 #: a variable whose expression uses one of these stays read from Python, unless only one expression needs it.
-_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_COMPREHENSIONS = frozenset(
+    {"all", "exists", "exists_one", "existsOne", "map", "filter", "transformList", "transformMap", "transformMapEntry"}
+)
 #: The member functions cel-cpp's optional library declares (on a ``dyn`` receiver, a variable holding an optional).
 _OPTIONAL_MEMBERS = frozenset({"hasValue", "value", "or", "orValue"})
 
@@ -159,6 +168,7 @@ class CelExprExecutable:
         "optionals",
         "result_type",
         "source",
+        "unsupported",
     )
 
     def __init__(
@@ -184,6 +194,8 @@ class CelExprExecutable:
         self.optionals = optionals
         self.iterates = iterates
         self.extensions = checked.extensions
+        #: it uses a macro cel-cpp's runtime lacks (``_FALLBACK_MACROS``)
+        self.unsupported = calls_any(checked.tree, _FALLBACK_MACROS)
         self.estimated_cost = checked.estimated_cost
         self.result_type: str | None = type_text(str(expression.return_type()))
         #: the result is an optional: ``_expression`` is then its ``optionals.to_list`` form (``listed``)
@@ -364,7 +376,7 @@ class CelExprBackend:
         if environment is None:
             environment = self._environments[variables, optionals] = cel.NewEnv(
                 self.types.pool,
-                **({"config": _OPTIONALS} if optionals else {}),
+                config=_OPTIONALS if optionals else _TWO_VARIABLES,
                 variables=dict.fromkeys(sorted(variables - {VARIABLES}), cel.Type.DYN),
                 extensions=[self._extension, self._variables, ExtBindings()],
             )
@@ -387,12 +399,15 @@ class CelExprBackend:
         Python, or its iterations run, again in each of them). An expression nested deeper than cel-cpp's parser
         allows (32) is compiled by the fallback backend, if any (``FallbackExecutable``)."""
         try:
-            return self._compile(source, variables, limits, definitions, exclusive)
+            compiled = self._compile(source, variables, limits, definitions, exclusive)
         except CelCompileError as error:
             if self._fallback is None or not _CEL_CPP_ONLY[0].search(str(error)):
                 raise
-            name, fallback = self._fallback
-            return FallbackExecutable(self, fallback.compile(source, variables, limits), name)
+        else:
+            if self._fallback is None or not compiled.unsupported:
+                return compiled
+        name, fallback = self._fallback
+        return FallbackExecutable(self, fallback.compile(source, variables, limits), name)
 
     def fallback_value(self, value: object) -> object:
         """A value of a cel-expr activation as the fallback backend's value (namespace objects unchanged)."""
@@ -417,7 +432,7 @@ class CelExprBackend:
         check_variable_selections(tree, definitions)
         reads = VARIABLES in variables
         optional_reads = optional_variables(source, definitions) if reads else frozenset()
-        wraps = optional_wraps(tree, self._optional_functions)
+        wraps = [*optional_wraps(tree, self._optional_functions), *exists_one_renames(tree)]
         optionals = uses_optionals(tree) or bool(wraps) or bool(optional_reads) or calls_any(tree, _OPTIONAL_MEMBERS)
         environment = self._environment(frozenset(variables), optionals)
         compiled = wrapped(source, wraps)
@@ -582,6 +597,21 @@ def dyn_wraps(tree: Node) -> list[Wrap]:
                 spans.append(arguments.meta)
     # (a literal keyword has no position: nothing to wrap there)
     return [Wrap.around(span.start_pos, span.end_pos, "dyn(", ")") for span in spans if span.start_pos is not None]
+
+
+def exists_one_renames(tree: Node) -> list[Wrap]:
+    """``exists_one`` with two variables renamed ``existsOne``: cel-go takes both names for it, cel-cpp the latter
+    only."""
+    tokens = [
+        node.children[1]
+        for node in tree.iter_subtrees()
+        if node.data == "member_dot_arg" and str(node.children[1]) == "exists_one" and len(call_arguments(node, 2)) == 3
+    ]
+    return [
+        Wrap(token.start_pos, token.end_pos, token.end_pos, token.end_pos, "existsOne", "")
+        for token in tokens
+        if isinstance(token, Token) and token.start_pos is not None and token.end_pos is not None
+    ]
 
 
 def calls_any(tree: Node, names: Collection[str]) -> bool:

@@ -277,24 +277,39 @@ class BudgetEvaluator(Evaluator):
             return target
         if not isinstance(target, list | Mapping):
             return CELEvalError(f"found no matching overload for '{name}' applied to a non-list, non-map")
-        variable = identifier(arguments[0])
-        if variable is None:
+        count = MACROS[name].get(len(arguments), 1)
+        variables = [found for argument in arguments[:count] if (found := identifier(argument)) is not None]
+        if len(variables) < count:
             return CELEvalError(f"{name}() variable name must be a simple identifier")
         scope = self.scope.nested()
-        bodies = [type(self)(body, scope, self.budget, self.literals) for body in arguments[1:]]
+        bodies = [type(self)(body, scope, self.budget, self.literals) for body in arguments[count:]]
+        # one variable: the element (a map's key); two (ext.TwoVarComprehensions): the index or key, and the value
+        pairs = (
+            list(target.items())
+            if isinstance(target, Mapping)
+            else [(celtypes.IntType(i), v) for i, v in enumerate(target)]
+        )
+        if count == 1:
+            pairs = [(item, item) for item in target]
 
         def each(evaluator: BudgetEvaluator) -> Iterator[tuple[Any, Any]]:
-            for item in list(target):
+            for key, value in pairs:
                 self.budget.iterate()
-                scope.variables[variable] = item
-                yield item, evaluator.visit(evaluator.ast)
+                scope.variables[variables[0]] = key
+                if count == 2:
+                    scope.variables[variables[1]] = value
+                yield value, evaluator.visit(evaluator.ast)
 
         if name == "all":
             return _quantify(each(bodies[0]), decisive=False)
         if name == "exists":
             return _quantify(each(bodies[0]), decisive=True)
-        if name == "exists_one":
+        if name in ("exists_one", "existsOne"):
             return _exists_one(each(bodies[0]))
+        if name in ("transformMap", "transformMapEntry"):
+            return _transform_map(
+                each(bodies[0]), [key for key, _ in pairs], bodies[1:], entries=name.endswith("Entry")
+            )
         if name == "filter" or len(bodies) == 2:
             return _select(each(bodies[0]), transform=bodies[1] if len(bodies) == 2 else None)
         return _collect(value for _, value in each(bodies[0]))
@@ -336,6 +351,34 @@ def _select(results: Iterator[tuple[Any, Any]], *, transform: BudgetEvaluator | 
                 return value
             kept.append(value)
     return celtypes.ListType(kept)
+
+
+def _transform_map(
+    results: Iterator[tuple[Any, Any]], keys: list[Any], transform: list[BudgetEvaluator], *, entries: bool
+) -> Any:
+    """cel-go's ``transformMap(k, v, [p,] f)`` (``{k: f}``) and ``transformMapEntry(k, v, [p,] e)`` (the entries of
+    each map ``e`` merged, a repeated key an error), over the pairs (key or index, value) of the target."""
+    built: dict[Any, Any] = {}
+    for key, (_, body) in zip(keys, results, strict=False):
+        result = body
+        if transform:
+            if not isinstance(body, celtypes.BoolType):
+                return body if isinstance(body, CELEvalError) else CELEvalError("predicate result is not a bool")
+            if not body:
+                continue
+            result = transform[0].visit(transform[0].ast)
+        if isinstance(result, CELEvalError):
+            return result
+        if not entries:
+            built[key] = result
+            continue
+        if not isinstance(result, Mapping):
+            return CELEvalError(f"found no matching overload for 'cel.@mapInsert' applied to (map, {kind(result)})")
+        for entry, value in result.items():
+            if entry in built:
+                return CELEvalError(f"insert failed: key {entry} already exists")
+            built[entry] = value
+    return celtypes.MapType(built)
 
 
 def _collect(values: Iterator[Any]) -> Any:

@@ -59,8 +59,20 @@ MAX_TREE_DEPTH = 1100
 #: balanced there, so they do not count).
 _OPERATOR_RULES = frozenset({"relation", "addition", "multiplication", "unary"})
 
-MACROS = frozenset({"all", "exists", "exists_one", "filter", "map"})
-"""The comprehension macros (the evaluators expand them)."""
+MACROS: Mapping[str, Mapping[int, int]] = {
+    "all": {2: 1, 3: 2},
+    "exists": {2: 1, 3: 2},
+    "exists_one": {2: 1, 3: 2},
+    "existsOne": {3: 2},
+    "filter": {2: 1},
+    "map": {2: 1, 3: 1},
+    "transformList": {3: 2, 4: 2},
+    "transformMap": {3: 2, 4: 2},
+    "transformMapEntry": {3: 2, 4: 2},
+}
+"""The comprehension macros (the evaluators expand them): name -> arguments -> iteration variables. Those with two
+variables (an index or key and a value) are cel-go's ``ext.TwoVarComprehensions``, which a Kubernetes version
+offers or not (``webhook.policy.cel.versions``)."""
 OPTIONAL_MACROS = frozenset({"optMap", "optFlatMap"})
 """The optional library's macros."""
 
@@ -261,14 +273,15 @@ def _check_member_call(
     inner = [(child, nesting, depth + 1, scope) for child in arguments]
     receiver_entry = (receiver, nesting, depth + 1, scope)
     if name in MACROS or name in OPTIONAL_MACROS:
-        allowed = (2, 3) if name == "map" else (2,)
-        if len(arguments) not in allowed:
-            _fail(node, f"macro '{name}' takes {' or '.join(map(str, allowed))} arguments")
-        variable = identifier(arguments[0])
-        if variable is None:
+        shapes = MACROS.get(name, {2: 1})
+        if len(arguments) not in shapes:
+            _fail(node, f"macro '{name}' takes {' or '.join(map(str, sorted(shapes)))} arguments")
+        count = shapes[len(arguments)]
+        names = [identifier(argument) for argument in arguments[:count]]
+        if None in names:
             raise _error(node, f"argument to macro '{name}' must be a simple name")
-        body_scope = scope | {variable}
-        return [receiver_entry, *((child, nesting, depth + 1, body_scope) for child in arguments[1:])]
+        body_scope = scope | {found for found in names if found is not None}
+        return [receiver_entry, *((child, nesting, depth + 1, body_scope) for child in arguments[count:])]
     namespace = identifier(receiver)
     if namespace is not None and namespace in signatures.namespace_members:
         members = signatures.namespace_members[namespace]
@@ -365,17 +378,19 @@ def _check_literal_arguments(node: Node, name: str, arguments: list[Node], *, me
 
 
 def _check_homogeneous(node: Node) -> None:
+    """cel-go's ``ValidateHomogeneousAggregateLiterals``: the elements (keys, values) of a literal have one exact
+    type, ``dyn`` included (``[dyn(1), [2]]`` is refused as ``[1, [2]]`` is; every element ``dyn(...)`` mixes
+    types)."""
     if not node.children:
         return
     elements = [child for child in node.children[0].children if isinstance(child, lark.Tree)]
     groups = [elements] if node.data == "list_lit" else [elements[0::2], elements[1::2]]
     for group in groups:
-        kinds = {k for k in map(_static_kind, group) if k not in ("dyn", "null")}
-        if len(kinds) > 1:
-            first, *others = sorted(kinds)
-            _fail(node, f"expected type '{first}' but found '{others[0]}'")
-        if kinds and any(_is_data(element) for element in group):
-            _fail(node, f"expected type '{kinds.pop()}' but found 'dyn'")
+        found = (_DYN_CALL if _is_data(element) else _static_kind(element) for element in group)
+        kinds = [kind for kind in found if kind not in ("dyn", "null")]
+        other = next((kind for kind in kinds if kind != kinds[0]), None)
+        if other is not None:
+            _fail(node, f"expected type '{kinds[0].strip('()')}' but found '{other.strip('()')}'")
 
 
 #: The variables that are ``dyn`` in the apiserver too (``request`` and ``namespaceObject`` are typed there).
@@ -393,8 +408,15 @@ def _is_data(tree: Node) -> bool:
     return identifier(node) in _DYN_ROOTS
 
 
+#: The kind of an explicit ``dyn(...)`` and of data (``_is_data``): exactly ``dyn`` in cel-go's literal check, unlike
+#: what this checker cannot type (``dyn``, which passes).
+_DYN_CALL = "(dyn)"
+
+
 def _static_kind(tree: Node) -> str:
-    node = unwrap(tree)
+    node = _literal_node(tree)  # not ``unwrap``: a one-element list literal is a list, not its element
+    if node.data == "ident_arg" and str(node.children[0]) == "dyn":
+        return _DYN_CALL
     if node.data == "literal":
         return _LITERAL_KINDS.get(getattr(node.children[0], "type", ""), "dyn")
     if node.data in ("list_lit", "map_lit"):
