@@ -44,6 +44,7 @@ from webhook.plan.extensions import (
     Change,
     FileChange,
     Outcome,
+    Planned,
     branch_name,
 )
 from webhook.plan.manifests import MANAGED_ADDON_KIND, MANAGEMENT_ADDON_KIND, AddOnManifests, Document
@@ -137,9 +138,7 @@ def listed_canaries(
     return tuple(c for c in configured if c in listed)
 
 
-def plan_addon(
-    addon: AddOnManifests, texts: Mapping[str, str], state: AddOnState, context: AddOnContext
-) -> Change | Outcome:
+def plan_addon(addon: AddOnManifests, texts: Mapping[str, str], state: AddOnState, context: AddOnContext) -> Planned:
     """The next installVersion step of the add-on installVersion lifecycle for one add-on (see the module docstring).
 
     ``texts`` holds the text of every file in ``addon.files``. Returns a ``Change``, or an ``Outcome``:
@@ -189,7 +188,7 @@ def _stage(
     versions: AddOnVersions,
     target: str,
     behind: Sequence[_Pin],
-) -> Change | Outcome:
+) -> Planned:
     """The canary stage: canaries (and, once the gate allows, the others) move; the rest are held."""
     subject = addon_subject(addon.name)
     canaries = listed_canaries(addon, state.management, context.canary_placements)

@@ -1,4 +1,5 @@
-"""The GitOps sync loop: configuration, sources, views of the repository, one cycle."""
+"""The GitOps sync loop: configuration, sources, views of the repository, one cycle as a pipeline (read, plan,
+act, report: ``webhook.sync.cycle``), the daemon loop, and ``upgrade-gate review``'s run."""
 
 from webhook.plan import PROBLEMS
 from webhook.sync.config import parse_duration

@@ -143,15 +143,7 @@ def read_inputs(options: SyncOptions, timings: Timings) -> tuple[Repo, str, Cycl
     now = options.clock()
     with timings.timed("fetch"):
         repo = Repo.open(options.repo, options.workdir, options.credentials)
-        repo.fetch()
-        default = repo.default_branch()
-        base_sha = repo.checkout(default)
-        config = load_config(repo.path)
-        if repo.resolve(f"refs/remotes/origin/{config.base_branch}") is None:
-            raise InputError(f"upgrade-gate.yaml: baseBranch: the remote has no branch {config.base_branch}")
-        if config.base_branch != default:  # the base branch's own upgrade-gate.yaml is the one that holds
-            base_sha = repo.checkout(config.base_branch)
-            config = load_config(repo.path)
+        base_sha, config = _checkout_base(repo)
     forge = make_forge(config.forge, options.forge_token)
     waiting = _next_window(config.schedule, now)
     with timings.timed("forge"):
@@ -219,6 +211,20 @@ def read_snapshot(
         observed,
         _templated(inputs),
     )
+
+
+def _checkout_base(repo: Repo) -> tuple[str, SyncConfig]:
+    """Fetch, check out the base branch and read its ``upgrade-gate.yaml``: the one of the remote's default
+    branch names it (``baseBranch``), and is read again only when that is another branch, whose own file holds."""
+    repo.fetch()
+    default = repo.default_branch()
+    base_sha = repo.checkout(default)
+    config = load_config(repo.path)
+    if repo.resolve(f"refs/remotes/origin/{config.base_branch}") is None:
+        raise InputError(f"upgrade-gate.yaml: baseBranch: the remote has no branch {config.base_branch}")
+    if config.base_branch == default:
+        return base_sha, config
+    return repo.checkout(config.base_branch), load_config(repo.path)
 
 
 def _addons(
