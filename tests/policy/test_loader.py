@@ -144,8 +144,7 @@ def test_an_expression_using_a_later_library_is_refused_naming_policy_field_and_
     assert "(ValidatingAdmissionPolicy/p): spec.validations[0].expression: Invalid value" in problem
     assert f"undeclared reference to '{name}' (in container '')" in problem
     assert f"from Kubernetes {since}, not {earlier}" in problem
-    if name != "sortBy":  # not evaluated here yet: it only needs to be refused before 1.35
-        load_policy_text(text, version=since)
+    load_policy_text(text, version=since)
 
 
 def test_an_unknown_kubernetes_version_is_bad_input() -> None:

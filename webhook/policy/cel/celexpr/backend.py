@@ -105,6 +105,15 @@ _TWO_VARIABLES = cel.NewEnvConfigFromYaml("extensions:\n  - name: two-var-compre
 #: Macros cel-cpp expands into ``cel.@mapInsert``, which its runtime does not implement: such an expression is
 #: compiled and evaluated by the fallback backend (``FallbackExecutable``).
 _FALLBACK_MACROS = frozenset({"transformMap", "transformMapEntry"})
+#: Macros cel-cpp has only in its own lists extension, whose functions collide with the Python ones
+#: (``libraries/lists.py``): such an expression is not given to cel-cpp at all, the fallback backend compiles it.
+_UNDECLARED_MACROS = frozenset({"sortBy"})
+
+
+class _NotForCelCpp(Exception):
+    """The expression uses a macro cel-cpp cannot compile here (``_UNDECLARED_MACROS``)."""
+
+
 #: The comprehension macros. A variable bound in cel-cpp (``composition``) is evaluated once per expression that reads
 #: it instead of once per evaluation tuple, which costs less than the reader's calls into Python unless it iterates:
 #: a variable whose expression uses one of these stays read from Python, unless only one expression needs it.
@@ -403,6 +412,9 @@ class CelExprBackend:
         except CelCompileError as error:
             if self._fallback is None or not _CEL_CPP_ONLY[0].search(str(error)):
                 raise
+        except _NotForCelCpp:
+            if self._fallback is None:
+                raise CelCompileError("1:1: sortBy is evaluated by cel-python only") from None
         else:
             if self._fallback is None or not compiled.unsupported:
                 return compiled
@@ -429,6 +441,8 @@ class CelExprBackend:
     ) -> CelExprExecutable:
         checked = front_end(source, {*variables, *self.namespaces, "optional"}, self.signatures, limits)
         tree = checked.tree
+        if calls_any(tree, _UNDECLARED_MACROS):
+            raise _NotForCelCpp
         check_variable_selections(tree, definitions)
         reads = VARIABLES in variables
         optional_reads = optional_variables(source, definitions) if reads else frozenset()
@@ -486,6 +500,8 @@ class CelExprBackend:
         then unknown, ``None``). The cel-python backend uses it as the type checker it lacks."""
         try:
             return self._compile(source, variables, limits).result_type
+        except _NotForCelCpp:
+            return None
         except CelCompileError as error:
             if not any(pattern.search(str(error)) for pattern in _CEL_CPP_ONLY):
                 raise

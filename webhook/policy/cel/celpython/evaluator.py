@@ -18,6 +18,7 @@ Subclasses ``celpy.evaluation.Evaluator`` and replaces what Kubernetes policies 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -29,7 +30,7 @@ from webhook.errors import CelEvaluationError, CostLimitExceeded
 from webhook.policy.cel.cost import Budget, library_call_cost
 from webhook.policy.cel.frontend.check import MACROS
 from webhook.policy.cel.frontend.tree import Node, call_arguments, identifier, unwrap
-from webhook.policy.cel.semantics import kind
+from webhook.policy.cel.semantics import cel_compare, kind
 
 Function = Callable[..., Any]
 
@@ -306,6 +307,8 @@ class BudgetEvaluator(Evaluator):
             return _quantify(each(bodies[0]), decisive=True)
         if name in ("exists_one", "existsOne"):
             return _exists_one(each(bodies[0]))
+        if name == "sortBy":  # cel-go's @sortByAssociatedKeys is declared on lists only
+            return _sort_by(each(bodies[0])) if isinstance(target, list) else CELEvalError("no such overload")
         if name in ("transformMap", "transformMapEntry"):
             return _transform_map(
                 each(bodies[0]), [key for key, _ in pairs], bodies[1:], entries=name.endswith("Entry")
@@ -379,6 +382,32 @@ def _transform_map(
                 return CELEvalError(f"insert failed: key {entry} already exists")
             built[entry] = value
     return celtypes.MapType(built)
+
+
+#: The kinds cel-go's ``@sortByAssociatedKeys`` orders (``traits.Comparer``).
+_COMPARABLE = frozenset({"int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes"})
+
+
+def _sort_by(results: Iterator[tuple[Any, Any]]) -> Any:
+    """cel-go's ``sortBy(e, key)`` (``ext.Lists``): the elements ordered by their keys, which must be comparable
+    and of the first key's type (``list elements must be comparable`` / ``... have the same type``)."""
+    pairs: list[tuple[Any, Any]] = []
+    for item, key in results:
+        if isinstance(key, CELEvalError):
+            return key
+        pairs.append((item, key))
+    if not pairs:
+        return celtypes.ListType([])
+    first = kind(pairs[0][1])
+    if first not in _COMPARABLE:
+        return CELEvalError("list elements must be comparable")
+    if any(kind(key) != first for _, key in pairs):
+        return CELEvalError("list elements must have the same type")
+
+    def order(left: tuple[Any, Any], right: tuple[Any, Any]) -> int:
+        return cel_compare(left[1], right[1]) or 0
+
+    return celtypes.ListType([item for item, _ in sorted(pairs, key=functools.cmp_to_key(order))])
 
 
 def _collect(values: Iterator[Any]) -> Any:

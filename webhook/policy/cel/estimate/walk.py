@@ -250,6 +250,8 @@ _MACROS: dict[str, dict[int, _Macro]] = {
     # transformMap: init {} = 30, step cel.@mapInsert(accu, k, f) = 3 + f; transformMapEntry: 2 + f
     "transformMap": {3: _Macro(31, 3, "map", 2), 4: _Macro(31, 3, "map", 2)},
     "transformMapEntry": {3: _Macro(31, 2, "map", 2), 4: _Macro(31, 2, "map", 2)},
+    # sortBy: cel.bind(v, x, v.@sortByAssociatedKeys(v.map(e, k))): the map's cost; the list keeps its shape
+    "sortBy": {2: _Macro(11, 12, "filtered")},
 }
 
 

@@ -69,10 +69,11 @@ MACROS: Mapping[str, Mapping[int, int]] = {
     "transformList": {3: 2, 4: 2},
     "transformMap": {3: 2, 4: 2},
     "transformMapEntry": {3: 2, 4: 2},
+    "sortBy": {2: 1},
 }
 """The comprehension macros (the evaluators expand them): name -> arguments -> iteration variables. Those with two
-variables (an index or key and a value) are cel-go's ``ext.TwoVarComprehensions``, which a Kubernetes version
-offers or not (``webhook.policy.cel.versions``)."""
+variables (an index or key and a value) are cel-go's ``ext.TwoVarComprehensions``, and ``sortBy`` is cel-go's
+``ext.Lists`` v2+, which a Kubernetes version offers or not (``webhook.policy.cel.versions``)."""
 OPTIONAL_MACROS = frozenset({"optMap", "optFlatMap"})
 """The optional library's macros."""
 
