@@ -485,6 +485,7 @@ def test_the_webhook_deployment_is_highly_available_probed_and_hardened(rendered
     assert "--policies=/app/policies" in c["args"]
     assert "--port=8443" in c["args"]
     assert "--cel-engine=cel-expr" in c["args"]
+    assert not [a for a in c["args"] if a.startswith("--kubernetes-version")], "the newest supported by default"
     assert "--workers=2" in c["args"]  # two workers fit the memory limit, whatever the node's CPU count
     assert c["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
@@ -1380,3 +1381,8 @@ def test_the_chart_readme_documents_every_value(chart):
     readme = (CHART / "README.md").read_text()
     undocumented = [key for key in _value_keys(chart.values) if f"`{key}" not in readme]
     assert undocumented == []
+
+
+def test_the_clusters_kubernetes_version_reaches_the_webhook(chart):
+    deployment = find(render(chart, {"webhook": {"kubernetesVersion": "1.34"}}), "Deployment", WEBHOOK)
+    assert "--kubernetes-version=1.34" in container(deployment["spec"]["template"]["spec"])["args"]
