@@ -17,7 +17,7 @@ import statistics
 import time
 from typing import Any
 
-from webhook.policy.cel.environment import Environment, backend_named
+from webhook.cel.environment import Environment, backend_named
 from webhook.settings import CEL_ENGINES as ENGINES
 
 EXPRESSIONS = {

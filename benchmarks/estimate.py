@@ -3,7 +3,7 @@
 Usage: python benchmarks/estimate.py [--rounds 7] [--cel-engine cel-python|cel-expr] [--json]
 
 Each round loads ``policies/`` from scratch (the loader's program cache emptied) twice: as shipped, with every
-expression's worst-case cost estimated by the front end (``webhook.policy.cel.estimate``), and with the front end's
+expression's worst-case cost estimated by the front end (``webhook.cel.estimate``), and with the front end's
 estimator swapped for one that returns 0 at once. Rounds alternate, so both see the same machine load; the best
 round of each is reported, with their ratio, and the estimator alone over the parse trees of one load.
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from webhook.cel.estimate import estimate
+from webhook.cel.frontend import check
 from webhook.policy import loader
-from webhook.policy.cel.estimate import estimate
-from webhook.policy.cel.frontend import check
 from webhook.settings import CEL_ENGINES
 
 POLICIES = Path(__file__).resolve().parent.parent / "policies"

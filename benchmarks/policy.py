@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from webhook.cel import Program
 from webhook.objects import InMemoryObjectStore
 from webhook.policy import model
-from webhook.policy.cel import Program
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set
 from webhook.settings import CEL_ENGINES

@@ -29,6 +29,7 @@ from pathlib import Path
 from resolve import generate, pairs, peak_rss_mb
 
 from webhook.olm.fbc import load_catalog
+from webhook.plan import Action
 from webhook.sync.cycle import SyncOptions, run_cycle
 from webhook.sync.report import Report
 
@@ -138,13 +139,13 @@ def main() -> None:
         "first_cycle_s": first_s,
         "first_timings_s": dict(first.timings),
         "resolution_share": first.timings.get("resolve", 0.0) / first_s,
-        "proposed": first.count("proposed"),
+        "proposed": first.count(Action.PROPOSED),
         "addons_proposed": sum(1 for e in first.entries if e.subject.startswith("addon/") and e.action == "proposed"),
-        "first_unchanged": first.count("unchanged"),
-        "first_skipped": first.count("skipped"),
+        "first_unchanged": first.count(Action.UNCHANGED),
+        "first_skipped": first.count(Action.SKIPPED),
         "noop_cycle_s": second_s,
         "noop_timings_s": dict(second.timings),
-        "noop_changes": sum(second.count(a) for a in ("proposed", "updated", "removed", "withdrawn", "failed")),
+        "noop_changes": sum(second.count(Action(a)) for a in ("proposed", "updated", "removed", "withdrawn", "failed")),
         "peak_rss_mb": peak_rss_mb(),
         "git_children_peak_rss_mb": children,
     }
@@ -155,8 +156,8 @@ def main() -> None:
     print(f"first cycle   {first_s:7.2f} s   ({phases})")
     print(f"  resolution  {result['resolution_share']:7.1%}       (goal < 10%)")
     print(
-        f"  proposed {first.count('proposed')} (add-ons {result['addons_proposed']} of {args.addons}), "
-        f"unchanged {first.count('unchanged')}, skipped {first.count('skipped')}"
+        f"  proposed {first.count(Action.PROPOSED)} (add-ons {result['addons_proposed']} of {args.addons}), "
+        f"unchanged {first.count(Action.UNCHANGED)}, skipped {first.count(Action.SKIPPED)}"
     )
     phases = ", ".join(f"{k} {v:.2f}" for k, v in sorted(second.timings.items()))
     print(f"no-op cycle   {second_s:7.2f} s   (goal < 2 s; {phases}); changes: {result['noop_changes']}")

@@ -24,9 +24,9 @@ PROBES = [
     ("flask", "webhook/controller/_probe.py", "import flask"),
     ("celpy", "webhook/policy/_probe.py", "import celpy"),
     ("kubernetes client", "webhook/sync/_probe.py", "import kubernetes"),
-    ("backends are independent", "webhook/policy/cel/celexpr/_probe.py", "import webhook.policy.cel.celpython"),
-    ("front end, cost estimator", "webhook/policy/cel/estimate/_probe.py", "import webhook.policy.cel.celexpr"),
-    ("public API", "webhook/controller/_probe.py", "from webhook.policy.cel.celexpr import backend"),
+    ("backends are independent", "webhook/cel/celexpr/_probe.py", "import webhook.cel.celpython"),
+    ("front end, cost estimator", "webhook/cel/estimate/_probe.py", "import webhook.cel.celexpr"),
+    ("public API", "webhook/controller/_probe.py", "from webhook.cel.celexpr import backend"),
 ]
 
 

@@ -35,7 +35,7 @@ webhook answers it with its 504 refusal.
 Also outside the tree, and never leaving the module that defines them: five private signals of control flow,
 each caught a few lines from where it is raised and turned into an answer there: ``serve.app``'s ``_TooLarge``
 (HTTP 413) and ``_Gone`` (the client left), ``plan.addons``' ``_Invalid`` (a manifest problem row), and the two
-``_BadValue`` of ``policy.cel.values`` and ``policy.cel.celexpr.values`` (a value CEL cannot carry, raised as
+``_BadValue`` of ``cel.values`` and ``cel.celexpr.values`` (a value CEL cannot carry, raised as
 a ``CelEvaluationError``).
 
 Front ends map the tree to outcomes: an ``InputError`` is the caller's fault (exit 2, HTTP 400),
@@ -159,13 +159,13 @@ class Forbidden(ClusterError):
 
 
 class DeadlineExceeded(BaseException):
-    """The admission request's deadline passed while its policies were evaluated (``webhook.policy.cel.cost``).
+    """The admission request's deadline passed while its policies were evaluated (``webhook.cel.cost``).
 
     The message is ``no decision within <seconds>s``."""
 
 
 class Preempted(DeadlineExceeded):
-    """An evaluation on the server's event loop used up its time slice (``webhook.policy.cel.cost.deadline``): it is
+    """An evaluation on the server's event loop used up its time slice (``webhook.cel.cost.deadline``): it is
     abandoned, and the request is decided again in an evaluation thread. Evaluators end it as a ``DeadlineExceeded``.
 
     The message is ``time slice of <seconds>s used up``."""

@@ -39,14 +39,14 @@ def default_policies(cwd: Path | None = None) -> Path:
     return Path("policies")
 
 
-#: The CEL backends (``webhook.policy.cel``; ``--cel-engine``, ``UPGRADE_GATE_CEL_ENGINE``, the chart's
+#: The CEL backends (``webhook.cel``; ``--cel-engine``, ``UPGRADE_GATE_CEL_ENGINE``, the chart's
 #: ``webhook.celEngine``): cel-python (pure Python) and cel-expr (cel-cpp through cel-expr-python). The default
 #: is cel-expr, by measurement: the same decisions on every bundled case, 1.4-1.8x faster per admission request
 #: (2-5x on the CEL work alone), and a load-time type checker as the apiserver has (docs/cel-engines.md).
 CEL_ENGINES = ("cel-python", "cel-expr")
 DEFAULT_CEL_ENGINE = "cel-expr"
 #: The Kubernetes versions whose apiserver's CEL environment and admission APIs a policy set can be loaded for
-#: (``--kubernetes-version``, ``UPGRADE_GATE_KUBERNETES_VERSION``; ``webhook.policy.cel.versions``); the default,
+#: (``--kubernetes-version``, ``UPGRADE_GATE_KUBERNETES_VERSION``; ``webhook.cel.versions``); the default,
 #: the newest, accepts every policy the others accept.
 KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
 DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]

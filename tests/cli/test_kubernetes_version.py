@@ -1,5 +1,5 @@
 """``--kubernetes-version`` / ``UPGRADE_GATE_KUBERNETES_VERSION`` as a user runs them: the cluster's version decides
-which CEL libraries and admission API versions a policy may use (``webhook.policy.cel.versions``)."""
+which CEL libraries and admission API versions a policy may use (``webhook.cel.versions``)."""
 
 from __future__ import annotations
 

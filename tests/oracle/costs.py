@@ -12,7 +12,7 @@ It writes two files under ``tests/data/oracle/`` (``v<minor>/`` for another vers
   ``typeChecking`` the ValidatingAdmissionPolicy status controller would write);
 - ``crd_costs.yaml``: each rule of ``cost_cases.yaml`` as the ``x-kubernetes-validations`` rule of ``spec`` in a dry-run
   CustomResourceDefinition create: status and message (a refused rule's message prints its estimated cost as a
-  factor of the per-rule limit, which ``tests/policy/cel/test_estimate.py`` reads back).
+  factor of the per-rule limit, which ``tests/cel/test_estimate.py`` reads back).
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ from tests import tables
 from tests.oracle import decisions
 from tests.oracle.apiserver import ROOT, Apiserver, out_directory, run_recorder
 from tests.oracle.decisions import binding, probe, wait_until_effective
+from webhook.cel.environment import Environment, backend_named
 from webhook.errors import CelError
-from webhook.policy.cel.environment import Environment, backend_named
 
 TABLES = ROOT / "tests" / "data" / "cel"
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"

@@ -22,14 +22,14 @@ import jsonpatch
 import yaml
 
 from tests import tables
+from tests.cel.tables import rows, strict
 from tests.oracle.apiserver import RECORDED_MAP_API
 from tests.oracle.decisions import mutating, stable
-from tests.policy.cel.tables import rows, strict
+from webhook.cel import extension_bindings
+from webhook.cel.environment import Environment, backend_named
+from webhook.cel.semantics import kind
 from webhook.errors import CelCompileError, CelError, CostLimitExceeded, PolicyLoadError
 from webhook.objects import InMemoryObjectStore
-from webhook.policy.cel import extension_bindings
-from webhook.policy.cel.environment import Environment, backend_named
-from webhook.policy.cel.semantics import kind
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_text, serves
 from webhook.settings import CEL_ENGINES

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from tests import tables
+from webhook.cel import Program
 from webhook.objects import InMemoryObjectStore
-from webhook.policy.cel import Program
 from webhook.policy.decision import Decision
 from webhook.policy.engine import PolicyEngine
 from webhook.policy.loader import load_policy_set, load_policy_text

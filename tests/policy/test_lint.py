@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from tests import tables
-from webhook.policy.cel.estimate import PER_CALL_LIMIT, SATURATED
+from webhook.cel.estimate import PER_CALL_LIMIT, SATURATED
 from webhook.policy.lint import ExpensiveExpression, PolicyReport, lint
 from webhook.policy.loader import load_policy_set
 

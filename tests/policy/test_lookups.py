@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.tables import load, params
-from webhook.policy.cel import lookups
+from webhook.cel import lookups
 from webhook.policy.loader import load_policy_set, load_policy_text
 from webhook.policy.lookups import NAMESPACE, ClusterReads, cluster_reads
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.policy.cel import Environment
+from webhook.cel import Environment
 from webhook.policy.model import Expression, Variable
 from webhook.policy.specs import exclusive_variables, texts
 

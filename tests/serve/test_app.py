@@ -16,9 +16,9 @@ from a2wsgi import ASGIMiddleware
 from werkzeug.test import Client, TestResponse
 
 from tests.serve.conftest import BAD_REQUESTS, CASES, OBJECTS, POLICIES, bad_body, expected, summary
+from webhook.cel.cost import check_deadline
 from webhook.logs import JsonFormatter
 from webhook.objects import ObjectStore
-from webhook.policy.cel.cost import check_deadline
 from webhook.policy.decision import Decision as Allowed
 from webhook.policy.model import PolicySet
 from webhook.serve.app import create_app

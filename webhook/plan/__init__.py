@@ -14,7 +14,7 @@ from webhook.plan.addons import (
     plan_addon,
 )
 from webhook.plan.apply import APPLY_OPERATIONS, Apply, ApplyRow, apply
-from webhook.plan.body import render_body
+from webhook.plan.body import proposed_titles, render_body, render_group_body
 from webhook.plan.changes import Manifests, matching, object_changes, read_manifests
 from webhook.plan.extensions import (
     BranchState,
@@ -45,6 +45,7 @@ from webhook.plan.manifests import (
     read_documents,
     read_extensions,
     read_revisions,
+    render_revision,
     rfc3339,
 )
 from webhook.plan.requests import Identity
@@ -122,12 +123,15 @@ __all__ = [
     "plan_extension",
     "plan_orphans",
     "policy_differences",
+    "proposed_titles",
     "read_addons",
     "read_documents",
     "read_extensions",
     "read_manifests",
     "read_revisions",
     "render_body",
+    "render_group_body",
+    "render_revision",
     "render_template",
     "review",
     "rfc3339",

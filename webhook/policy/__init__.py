@@ -1,6 +1,7 @@
-"""CEL admission policies with Kubernetes ValidatingAdmissionPolicy / MutatingAdmissionPolicy semantics."""
+"""The admission semantics of ValidatingAdmissionPolicy / MutatingAdmissionPolicy: loading, matching, evaluating,
+mutating, deciding; policy test suites and lint. May import ``webhook.cel`` and the pure core, nothing above it."""
 
-from webhook.policy.cel import evaluate as evaluate
+from webhook.cel import evaluate as evaluate
 from webhook.policy.decision import Decision, Denial
 from webhook.policy.documents import Source, policy_files, read_sources
 from webhook.policy.engine import Admission, PolicyEngine

@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from webhook.cel import Backend, Kept, Program, Values
 from webhook.errors import CelEvaluationError, ReviewError
-from webhook.policy.cel import Backend, Kept, Program, Values
 from webhook.policy.matching import Attributes
 from webhook.policy.model import Expression, MatchCondition, Variable
 

@@ -1,4 +1,4 @@
-"""The ``Compiler`` of the loader: ``webhook.policy.cel`` environments on one backend, one per set of variable names,
+"""The ``Compiler`` of the loader: ``webhook.cel`` environments on one backend, one per set of variable names,
 and the programs they compiled."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 
-from webhook.policy.cel import Environment, Program, backend_named
+from webhook.cel import Environment, Program, backend_named
 from webhook.settings import DEFAULT_KUBERNETES_VERSION
 
 #: Programs kept per compiler, the least recently used dropped first: many times a policy set's expressions, so
@@ -21,7 +21,7 @@ _Key = tuple[frozenset[str], str, tuple[tuple[str, Program], ...], frozenset[str
 class CelCompiler:
     """Compiles CEL text on the backend called ``engine`` (``ENGINES``) with the environment declaring exactly
     the given top-level variables (and the programs of the composited variables), with the libraries the apiserver
-    of Kubernetes ``version`` gives a new expression (``webhook.policy.cel.versions``).
+    of Kubernetes ``version`` gives a new expression (``webhook.cel.versions``).
 
     Environments are built on first use and kept; so are the last ``PROGRAMS_KEPT`` programs compiled, which are
     immutable and evaluate concurrently, by text and variables. Raises ``webhook.errors.CelCompileError``

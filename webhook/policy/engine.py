@@ -32,6 +32,7 @@ from typing import Any, cast
 
 import jsonpatch
 
+from webhook.cel import backend_named, extension_bindings
 from webhook.objects import ObjectStore
 from webhook.policy import mutation
 from webhook.policy.activation import (
@@ -44,7 +45,6 @@ from webhook.policy.activation import (
     evaluate_together,
     match_conditions,
 )
-from webhook.policy.cel import backend_named, extension_bindings
 from webhook.policy.decision import Decision, Denial
 from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, Dispatcher, invocations
 from webhook.policy.model import (

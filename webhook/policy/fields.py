@@ -1,7 +1,7 @@
 """Reading one YAML document field by field, collecting every problem with its place.
 
 A ``FieldReader`` walks a ``MarkedMap`` with field paths (``spec.validations[2].expression``) and records
-``field.Error``-worded problems (``webhook.policy.apivalidation``) as lines
+``field.Error``-worded problems (``webhook.apivalidation``) as lines
 ``<file>:<line>:<column>: document <n> (<Kind>/<name>): <field path>: <detail>``. It never raises; the
 loader raises one ``PolicyLoadError`` with every line once the whole set has been read.
 Unknown fields and repeated keys are problems, as with ``kubectl apply`` (strict field validation).
@@ -14,12 +14,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from webhook import apivalidation as api
+from webhook.cel import VARIABLE_REFERENCE, Program, blank_strings
 from webhook.errors import CelCompileError
-from webhook.policy import apivalidation as api
-from webhook.policy.cel import Program
 from webhook.policy.documents import Document, MarkedList, MarkedMap, Position, position_in_scalar
 from webhook.policy.initializers import Rewritten
-from webhook.policy.lexical import VARIABLE_REFERENCE, blank_strings
 from webhook.policy.model import Expression
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from webhook.policy.lexical import STRING_LITERAL
+from webhook.cel import STRING_LITERAL
 
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
 _TYPE = re.compile(r"Object(?:\.[A-Za-z_]\w*)*|JSONPatch")

@@ -1,13 +1,13 @@
 """``policy lint``: load-time validation per file, and which policies run unchanged in the kube-apiserver.
 
 A policy is portable to in-tree ValidatingAdmissionPolicy / MutatingAdmissionPolicy when none of its
-expressions calls an upgrade-gate extension function (``webhook.policy.cel.EXTENSION_FUNCTIONS``: request
+expressions calls an upgrade-gate extension function (``webhook.cel.EXTENSION_FUNCTIONS``: request
 time, cluster lookups, OLM version ranges) and none can be cancelled at run time. The report also names the
 expressions another CEL engine evaluates (``fallbacks``: on cel-expr, those nested deeper than cel-cpp's
 parser allows run on cel-python), and ``since``: the first Kubernetes version whose apiserver creates it (serves its
 API version, ``loader.SERVED``, and gives new expressions every CEL library it uses, ``cel.versions``).
 
-Cost (``webhook.policy.cel.estimate``). The apiserver creates a policy whatever its expressions' estimated costs
+Cost (``webhook.cel.estimate``). The apiserver creates a policy whatever its expressions' estimated costs
 and cancels an evaluation that passes ``PerCallLimit`` (1,000,000) at run time (here too); a cancelled
 expression is an error, which the policy's failurePolicy decides. Lint finds the expressions a request can make
 that expensive (``expensive``). With failurePolicy ``Fail`` such a request is denied: the policy still holds, and
@@ -32,9 +32,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from webhook.errors import PolicyLoadError
-from webhook.policy.cel import EXTENSION_FUNCTIONS, PER_CALL_LIMIT
-from webhook.policy.cel.estimate import (
+from webhook.cel import EXTENSION_FUNCTIONS, PER_CALL_LIMIT, blank_strings, read_names, since, version_key
+from webhook.cel.estimate import (
     ADMISSION_VARIABLES,
     Shape,
     admitted_object,
@@ -42,9 +41,8 @@ from webhook.policy.cel.estimate import (
     estimate_text,
     object_of,
 )
-from webhook.policy.cel.versions import since, version_key
+from webhook.errors import PolicyLoadError
 from webhook.policy.documents import policy_files
-from webhook.policy.lexical import blank_strings, read_names
 from webhook.policy.loader import SERVED, load_policy_set
 from webhook.policy.model import FAIL, IGNORE, Expression, MutatingPolicy, ValidatingPolicy, expressions
 from webhook.settings import DEFAULT_KUBERNETES_VERSION

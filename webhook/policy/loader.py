@@ -8,7 +8,7 @@ same; only v1alpha1 defaults a binding's ``paramRef.parameterNotFoundAction``) b
 
 A set is loaded for one Kubernetes version (``webhook.settings.KUBERNETES_VERSIONS``, default the newest): a document
 of an API version that version does not serve (``SERVED``) is refused, and every expression is compiled in the CEL
-environment the apiserver of that version gives a new policy (``webhook.policy.cel.versions``).
+environment the apiserver of that version gives a new policy (``webhook.cel.versions``).
 
 Validation is the apiserver's on create (kubernetes ``pkg/apis/admissionregistration/validation/
 validation.go``) after its defaulting (``pkg/apis/admissionregistration/v1/defaults.go``), with the same
@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from webhook import apivalidation as api
+from webhook.cel import version_key
 from webhook.errors import InputError, PolicyLoadError
-from webhook.policy import apivalidation as api
 from webhook.policy import model
-from webhook.policy.cel.versions import version_key
 from webhook.policy.documents import (
     Document,
     MarkedList,
@@ -78,7 +78,7 @@ SERVED: dict[tuple[str, str], tuple[str, str | None]] = {
 
 @functools.cache
 def _compiler(engine: str, version: str) -> Compiler:
-    """The CEL compiler of ``webhook.policy.cel`` on the backend ``engine`` for Kubernetes ``version``, one per
+    """The CEL compiler of ``webhook.cel`` on the backend ``engine`` for Kubernetes ``version``, one per
     process (environments built on demand, programs kept for the next load)."""
     from webhook.policy.compiling import CelCompiler  # noqa: PLC0415 - keeps the CEL engines out of import time
 

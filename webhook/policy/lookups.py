@@ -4,7 +4,7 @@ A policy set reads from the cluster (through the ``ObjectStore`` the engine is g
 
 - its **param kinds** (``paramKind`` of each policy that a binding gives a ``paramRef``), a namespaced kind in
   the namespace the ``paramRef`` names (without one: the deployment's own namespace);
-- the kinds its **``cluster.get/list``** calls name (``webhook.policy.cel.reads``), in every namespace;
+- the kinds its **``cluster.get/list``** calls name (``webhook.cel.reads``), in every namespace;
 - **Namespaces**, always: the engine is given each namespaced request's Namespace and refuses a request whose
   Namespace it does not know, as the apiserver does (``namespaces "<name>" not found``); ``namespaceSelector``
   matching and ``namespaceObject`` read it too.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webhook.policy.cel import lookups
+from webhook.cel import lookups
 from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS
 from webhook.policy.model import Binding, Policy, PolicySet, expressions
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from webhook.cel import Program
 from webhook.objects import LabelSelector
-from webhook.policy.cel import Program
 from webhook.settings import DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION
 
 FAIL = "Fail"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.policy import apivalidation as api
+from webhook import apivalidation as api
+from webhook.cel import Program
 from webhook.policy import model
-from webhook.policy.cel import Program
 from webhook.policy.documents import MarkedMap
 from webhook.policy.fields import At, FieldReader
 from webhook.policy.initializers import rewrite_initializers

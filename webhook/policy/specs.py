@@ -9,14 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from webhook import apivalidation as api
+from webhook.cel import Program, read_names
 from webhook.errors import CelCompileError, InputError
 from webhook.objects import LabelSelector
-from webhook.policy import apivalidation as api
 from webhook.policy import model
-from webhook.policy.cel import Program
 from webhook.policy.documents import MarkedMap, plain
 from webhook.policy.fields import At, Compiler, FieldReader
-from webhook.policy.lexical import read_names
 
 OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 MUTATING_OPERATIONS = ("*", "CONNECT", "CREATE", "UPDATE")

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.policy import apivalidation as api
+from webhook import apivalidation as api
+from webhook.cel import Program
 from webhook.policy import model
-from webhook.policy.cel import Program
 from webhook.policy.documents import MarkedMap
 from webhook.policy.fields import At, FieldReader
 from webhook.policy.specs import (

@@ -41,9 +41,9 @@ from flask import Flask, Response, current_app, jsonify
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from webhook import logs
+from webhook.cel import deadline
 from webhook.errors import DeadlineExceeded, Preempted, ReviewError
 from webhook.policy import Decision
-from webhook.policy.cel import deadline
 from webhook.serve.metrics import CONTENT_TYPE, Metrics
 from webhook.serve.review import Review, parse_review, render_error, render_response
 from webhook.serve.runtime import PolicyRuntime, Snapshot

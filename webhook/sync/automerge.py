@@ -30,9 +30,9 @@ from webhook.plan import (
     Reviewer,
     object_changes,
     read_manifests,
+    render_revision,
     review,
 )
-from webhook.plan.manifests import render_revision
 from webhook.policy import PolicySet
 from webhook.sync.groups import group_change
 from webhook.versions import parse_version

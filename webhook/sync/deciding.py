@@ -28,9 +28,10 @@ from webhook.plan import (
     Planned,
     Problem,
     branch_action,
+    proposed_titles,
     render_body,
+    render_group_body,
 )
-from webhook.plan.body import proposed_titles, render_group_body
 from webhook.sync.dashboard import Facts
 from webhook.sync.groups import group_change, members_of
 from webhook.sync.history import History

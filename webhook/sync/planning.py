@@ -37,9 +37,9 @@ from webhook.plan import (
     plan_catalog_image,
     plan_extension,
     plan_orphans,
+    proposed_titles,
     rfc3339,
 )
-from webhook.plan.body import proposed_titles
 from webhook.sync.dashboard import Facts
 from webhook.sync.groups import Grouped, branch_revisions, carried_subjects, cluster_subject, group_plan
 from webhook.sync.inputs import CycleInputs, Progress, Snapshot
