@@ -23,7 +23,7 @@ from pathlib import Path
 
 from resolve import peak_rss_mb
 
-from webhook.plan.requests import DEFAULT_APPLIER, Identity
+from webhook.plan.requests import DEFAULT_APPLIER, UserInfo
 from webhook.sync.review import ReviewOptions, run_review
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +79,7 @@ def measure(size: int, approvals: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch) / "repo"
         repository(root, size, approvals)
-        reviewer = Identity("alice", ("upgrade-approvers",))
+        reviewer = UserInfo("alice", ("upgrade-approvers",))
         options = ReviewOptions(repo=root, base="main", head="approve", reviewer=reviewer, now=NOW)
         start = time.perf_counter()
         report = run_review(options)

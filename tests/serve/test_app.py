@@ -21,9 +21,9 @@ from webhook.logs import JsonFormatter
 from webhook.objects import ObjectStore
 from webhook.policy.decision import Decision as Allowed
 from webhook.policy.model import PolicySet
+from webhook.serve.admissionreview import parse_review
 from webhook.serve.app import create_app
 from webhook.serve.metrics import Metrics
-from webhook.serve.review import parse_review
 from webhook.serve.runtime import PolicyRuntime
 from webhook.settings import DEFAULT_CEL_ENGINE, ServeSettings
 

@@ -13,7 +13,7 @@ from tests import tables
 from webhook.errors import InputError
 from webhook.io.forges import ForgeConfig
 from webhook.plan.manifests import read_addons
-from webhook.plan.requests import Identity
+from webhook.plan.requests import UserInfo
 from webhook.plan.verdicts import PolicyCheckConfig
 from webhook.sync.config import (
     CATALOGD_CONTENT,
@@ -110,7 +110,7 @@ def test_the_policy_check_applier_defaults_to_argo_cds_application_controller() 
     config = parse_config({"extensions": "e", "revisions": "r", "catalogs": "c", "policyCheck": {"policies": "p"}})
     assert config.policy_check == PolicyCheckConfig(
         ("p",),
-        Identity(
+        UserInfo(
             "system:serviceaccount:argocd:argocd-application-controller",
             ("system:serviceaccounts", "system:serviceaccounts:argocd", "system:authenticated"),
         ),

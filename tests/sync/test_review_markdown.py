@@ -11,12 +11,12 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from webhook.plan import Approvers, Identity, Result
+from webhook.plan import Approvers, Result, UserInfo
 from webhook.sync import COMMENT_LIMIT, COMMENT_MARKER, ReviewReport, ci_links, render_markdown
 
 HEAD, BASE = "h" * 40, "b" * 40
 BLOB = "https://github.example/acme/clusters/blob/"
-APPLIER = Identity("system:serviceaccount:argocd:argocd-application-controller")
+APPLIER = UserInfo("system:serviceaccount:argocd:argocd-application-controller")
 REVISION = "clusters/prod/revisions/cloudnative-pg-1.30.0.yaml"
 DENIAL = Result(
     REVISION,

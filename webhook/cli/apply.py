@@ -25,7 +25,7 @@ from webhook.cli.common import (
 )
 from webhook.errors import InputError
 from webhook.manifests import manifest_files, read_text
-from webhook.plan import APPLY_OPERATIONS, AUTHENTICATED, Apply, ApplyRow, Identity, apply, read_manifests, rfc3339
+from webhook.plan import APPLY_OPERATIONS, AUTHENTICATED, Apply, ApplyRow, UserInfo, apply, read_manifests, rfc3339
 from webhook.policy import load_policy_set
 from webhook.settings import default_policies
 
@@ -119,7 +119,7 @@ def apply_command(
     cluster = read_manifests(_texts(cluster_objects))
     if cluster.problems:
         raise InputError(f"--cluster-objects: {cluster.problems[0]}")
-    user = Identity(as_user, (*dict.fromkeys(as_group), AUTHENTICATED))
+    user = UserInfo(as_user, (*dict.fromkeys(as_group), AUTHENTICATED))
     inputs = Apply(subjects, [m.object for m in cluster.objects], policy_set, user, now, operation)
     rows = apply(inputs)
     output.emit(lambda form: _render(form, rows, inputs))

@@ -37,7 +37,7 @@ from webhook.cli.common import (
 )
 from webhook.cli.policy import junit_suites
 from webhook.errors import InputError, UpgradeGateError
-from webhook.plan import Identity, Result
+from webhook.plan import Result, UserInfo
 from webhook.settings import SyncSettings
 from webhook.sync import (
     COMMENT_LIMIT,
@@ -132,7 +132,7 @@ def review(
         base=base,
         head=head,
         pull=pull,
-        reviewer=Identity(as_user, as_group) if as_user else None,
+        reviewer=UserInfo(as_user, as_group) if as_user else None,
         forge_token=SyncSettings.from_env().forge_token,
         now=now,
         engine=cel_engine,

@@ -33,8 +33,8 @@ _PENDING = "refs/upgrade-gate/pending/"
 
 
 @dataclass(frozen=True, slots=True)
-class Identity:
-    """The bot's author and committer identity."""
+class Author:
+    """The bot's author and committer identity: git's author (and committer) name and email."""
 
     name: str
     email: str
@@ -161,7 +161,7 @@ class Repo:
             found[ref.removeprefix("refs/remotes/origin/")] = sha
         return found
 
-    def branch_states(self, base: str, heads: Mapping[str, str], bot: Identity) -> dict[str, BranchState]:
+    def branch_states(self, base: str, heads: Mapping[str, str], bot: Author) -> dict[str, BranchState]:
         """For each branch head, who committed since ``base`` and, for one bot commit, its change.
 
         Two git processes in all (``log --stdin``, ``diff-tree --stdin``) plus one ``cat-file --batch``.
@@ -185,7 +185,7 @@ class Repo:
             states[branch] = BranchState(head, tuple(foreign), changes)
         return states
 
-    def commit(self, commits: Sequence[NewCommit], author: Identity, now: datetime.datetime) -> dict[str, str]:
+    def commit(self, commits: Sequence[NewCommit], author: Author, now: datetime.datetime) -> dict[str, str]:
         """Make every commit with one ``git fast-import``; ``{branch: new commit}``."""
         if not commits:
             return {}
@@ -307,5 +307,5 @@ def _walk(head: str, commits: Mapping[str, tuple[list[str], str, str]]) -> list[
     return seen
 
 
-def _by(commit: tuple[list[str], str, str], bot: Identity) -> bool:
+def _by(commit: tuple[list[str], str, str], bot: Author) -> bool:
     return commit[1] == bot.email and commit[2] == bot.email

@@ -48,7 +48,7 @@ from webhook.plan.manifests import (
     render_revision,
     rfc3339,
 )
-from webhook.plan.requests import Identity
+from webhook.plan.requests import UserInfo
 from webhook.plan.review import (
     AUTHENTICATED,
     Approvers,
@@ -94,7 +94,6 @@ __all__ = [
     "Document",
     "ExtensionEntry",
     "FileChange",
-    "Identity",
     "Kind",
     "Manifests",
     "Outcome",
@@ -107,6 +106,7 @@ __all__ = [
     "Reviewer",
     "RevisionFile",
     "TemplateResult",
+    "UserInfo",
     "addon_subject",
     "apply",
     "branch_action",

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.plan.changes import Manifest, Manifests, describe
-from webhook.plan.requests import Evaluator, Identity, admission_request, storable
+from webhook.plan.requests import Evaluator, UserInfo, admission_request, storable
 from webhook.policy import Admission, PolicySet
 
 ADMITTED, WARNED, DENIED, INVALID = "admitted", "warned", "denied", "invalid"
@@ -75,7 +75,7 @@ class Apply:
     manifests: Manifests
     cluster: Sequence[Mapping[str, Any]]
     policies: PolicySet
-    user: Identity
+    user: UserInfo
     now: datetime.datetime
     operation: str | None = None
 

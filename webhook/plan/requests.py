@@ -31,7 +31,7 @@ DEFAULT_APPLIER_GROUPS = ("system:serviceaccounts", "system:serviceaccounts:argo
 
 
 @dataclass(frozen=True, slots=True)
-class Identity:
+class UserInfo:
     """A Kubernetes user as an AdmissionRequest's ``userInfo`` carries it: ``username`` and ``groups``."""
 
     username: str
@@ -54,7 +54,7 @@ def admission_request(
     *,
     new: Mapping[str, Any] | None,
     old: Mapping[str, Any] | None,
-    user: Identity,
+    user: UserInfo,
     uid: str,
 ) -> dict[str, Any]:
     """The AdmissionRequest of ``operation`` (CREATE: ``new``; UPDATE: ``old`` to ``new``; DELETE: ``old``)

@@ -35,7 +35,7 @@ from typing import Any
 
 from webhook.plan.changes import GOVERNED_KINDS, Manifest, ObjectChange, describe
 from webhook.plan.manifests import MANAGED_ADDON_KIND, MANAGEMENT_ADDON_KIND, REVISION_KIND, Problem
-from webhook.plan.requests import Evaluator, Identity, admission_request
+from webhook.plan.requests import Evaluator, UserInfo, admission_request
 from webhook.plan.verdicts import approver_groups
 from webhook.plan.yamledit import Path, line_of
 from webhook.policy import Decision, PolicySet, SuiteResult
@@ -78,7 +78,7 @@ def approvers_of(policies: PolicySet, teams: Mapping[str, str]) -> Approvers | N
 class Reviewer:
     """An approving reviewer as the API server would see them, with a note for the report (no team...)."""
 
-    identity: Identity
+    identity: UserInfo
     note: str = ""
 
 
@@ -113,7 +113,7 @@ class Review:
     changes: Sequence[ObjectChange]
     base: Sequence[Manifest]
     policies: PolicySet
-    applier: Identity
+    applier: UserInfo
     reviewers: Sequence[Reviewer] | None
     """``None``: no reviewer source (a review of refs without ``--as``)."""
     now: datetime.datetime
@@ -170,7 +170,7 @@ def _deciding_path(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> Pat
 
 
 def policy_differences(
-    manifests: Iterable[Manifest], before: PolicySet, after: PolicySet, applier: Identity, now: datetime.datetime
+    manifests: Iterable[Manifest], before: PolicySet, after: PolicySet, applier: UserInfo, now: datetime.datetime
 ) -> list[Result]:
     """The governed ``manifests`` (the repository at head) that ``after`` decides differently from ``before``,
     each as a CREATE by ``applier`` against a store of all of them: ``denied`` when ``after`` denies what
@@ -216,7 +216,7 @@ def suite_failures(results: Iterable[SuiteResult]) -> list[Result]:
 
 
 def _stored(
-    base: Iterable[Manifest], policies: PolicySet, applier: Identity, now: datetime.datetime
+    base: Iterable[Manifest], policies: PolicySet, applier: UserInfo, now: datetime.datetime
 ) -> dict[tuple[str, str, str, str], Mapping[str, Any]]:
     """The base objects as the cluster stores them: a governed manifest after the mutating policies of its
     CREATE by the applier (as given when a mutating policy denies it), any other object as given."""

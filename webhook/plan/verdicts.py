@@ -30,7 +30,7 @@ import yaml
 
 from webhook.olm import API_VERSION
 from webhook.plan.extensions import AddOnFacts, AddOnUpdate, Change, UpgradeFacts
-from webhook.plan.requests import DEFAULT_APPLIER, DEFAULT_APPLIER_GROUPS, Evaluator, Identity, admission_request
+from webhook.plan.requests import DEFAULT_APPLIER, DEFAULT_APPLIER_GROUPS, Evaluator, UserInfo, admission_request
 from webhook.policy import PolicySet, load_policy_set
 
 
@@ -40,7 +40,7 @@ class PolicyCheckConfig:
     merged, and ``teams``: forge team (GitHub ``ORG/TEAM-SLUG``, GitLab group path) to Kubernetes group."""
 
     policies: tuple[str, ...]
-    applier: Identity = field(default_factory=lambda: Identity(DEFAULT_APPLIER, DEFAULT_APPLIER_GROUPS))
+    applier: UserInfo = field(default_factory=lambda: UserInfo(DEFAULT_APPLIER, DEFAULT_APPLIER_GROUPS))
     teams: Mapping[str, str] = field(default_factory=dict)
 
 

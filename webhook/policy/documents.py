@@ -103,7 +103,7 @@ _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _construct_list)
 
 
-def read_text(text: str, file: str) -> list[Document]:
+def parse_documents(text: str, file: str) -> list[Document]:
     """The documents of ``text`` (named ``file`` in messages); empty documents are skipped.
 
     Raises ``PolicyLoadError`` (``<file>:<line>:<column>: <problem>``) on a YAML syntax error.
@@ -161,7 +161,7 @@ def read_documents(sources: Iterable[Source]) -> list[Document]:
     problems: list[str] = []
     for file, text in sources:
         try:
-            documents.extend(read_text(text, file))
+            documents.extend(parse_documents(text, file))
         except PolicyLoadError as err:
             problems.append(str(err))
     if problems:

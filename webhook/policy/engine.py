@@ -147,7 +147,7 @@ class PolicyEngine:
     ) -> Decision:
         """Run every ValidatingAdmissionPolicy on ``request`` at the request time ``now`` (default: now, UTC).
         ``from_json``: ``request`` was decoded from JSON with its integers within int64 (as
-        ``webhook.serve.review.parse_review`` reads it), so it is converted to CEL without checks.
+        ``webhook.serve.admissionreview.parse_review`` reads it), so it is converted to CEL without checks.
 
         Raises ``ReviewError`` for an unreadable request."""
         inputs = self.inputs(request, namespace, now, from_json=from_json)

@@ -39,10 +39,10 @@ from webhook.policy.documents import (
     MarkedMap,
     Position,
     Source,
+    parse_documents,
     plain,
     read_documents,
     read_paths,
-    read_text,
 )
 from webhook.policy.fields import At, Compiler, FieldReader
 from webhook.policy.mutating import mutating_binding, mutating_policy
@@ -101,7 +101,7 @@ def load_policy_text(
     text: str, *, file: str = "<string>", engine: str = DEFAULT_CEL_ENGINE, version: str = DEFAULT_KUBERNETES_VERSION
 ) -> model.PolicySet:
     """Load the documents of ``text`` (named ``file`` in messages) as one set, as ``load_policy_set``."""
-    return _build(read_text(text, file), engine, version)
+    return _build(parse_documents(text, file), engine, version)
 
 
 def load_policy_sources(

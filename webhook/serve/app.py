@@ -12,7 +12,7 @@ layer does in Python (docs/performance.md), and only the hot path avoids it.
 Routes:
 
 - ``POST /validate``, ``POST /mutate``: an AdmissionReview in, an AdmissionReview out (HTTP 200, see
-  ``webhook.serve.review``). A bad request is HTTP 400 (405 for another method, 413 above ``max_body_bytes``)
+  ``webhook.serve.admissionreview``). A bad request is HTTP 400 (405 for another method, 413 above ``max_body_bytes``)
   with a ``metav1.Status`` JSON body; a body that stops arriving for ``io_timeout_s`` is 408 (and the connection
   closed). An evaluation that raises or outlives ``request_timeout_s`` is refused (``allowed: false``, code 500
   ``InternalError`` or 504 ``Timeout``): the webhook fails closed.
@@ -44,8 +44,8 @@ from webhook import logs
 from webhook.cel import deadline
 from webhook.errors import DeadlineExceeded, Preempted, ReviewError
 from webhook.policy import Decision
+from webhook.serve.admissionreview import AdmissionReview, parse_review, render_error, render_response
 from webhook.serve.metrics import CONTENT_TYPE, Metrics
-from webhook.serve.review import Review, parse_review, render_error, render_response
 from webhook.serve.runtime import PolicyRuntime, Snapshot
 from webhook.settings import ServeSettings
 
@@ -160,7 +160,7 @@ class AdmissionApp:
         if len(body) > INLINE_BODY_BYTES:
             return await loop.run_in_executor(self._pool(), self._answered, endpoint, body, content_type, started)
         review = self._parsed(endpoint, body, content_type, started)
-        if not isinstance(review, Review):
+        if not isinstance(review, AdmissionReview):
             return review
         kind = (endpoint, review.kind, review.operation)
         if self.offloaded.get(kind, 0.0) <= time.monotonic():
@@ -180,7 +180,9 @@ class AdmissionApp:
             self._executor = ThreadPoolExecutor(self.state.settings.threads, thread_name_prefix="admission")
         return self._executor
 
-    def _parsed(self, endpoint: str, body: bytes, content_type: str | None, started: float) -> Review | _Answered:
+    def _parsed(
+        self, endpoint: str, body: bytes, content_type: str | None, started: float
+    ) -> AdmissionReview | _Answered:
         """``body`` read as an AdmissionReview, or the answer to a body that is not one (400, or 500 for a bug)."""
         try:
             return parse_review(body, content_type)
@@ -192,15 +194,15 @@ class AdmissionApp:
     def _answered(self, endpoint: str, body: bytes, content_type: str | None, started: float) -> _Answered:
         """In an evaluation thread: the answer to a large ``body``, read and decided there."""
         review = self._parsed(endpoint, body, content_type, started)
-        return self._decided(endpoint, review, started, math.inf) if isinstance(review, Review) else review
+        return self._decided(endpoint, review, started, math.inf) if isinstance(review, AdmissionReview) else review
 
-    def _decided_in_thread(self, endpoint: str, review: Review, started: float) -> tuple[_Answered, float]:
+    def _decided_in_thread(self, endpoint: str, review: AdmissionReview, started: float) -> tuple[_Answered, float]:
         """In an evaluation thread: the answer to ``review`` (no slice) and the thread's CPU time it took."""
         began = time.thread_time()
         answered = self._decided(endpoint, review, started, math.inf)
         return answered, time.thread_time() - began
 
-    def _decided(self, endpoint: str, review: Review, started: float, slice_s: float) -> _Answered:
+    def _decided(self, endpoint: str, review: AdmissionReview, started: float, slice_s: float) -> _Answered:
         """The answer to ``review``: decided within ``slice_s`` (else ``Preempted`` propagates), recorded, rendered."""
         state = self.state
         try:
@@ -287,7 +289,7 @@ def _state() -> State:
     return state
 
 
-def _decide(state: State, review: Review, endpoint: str, *, slice_s: float, started: float) -> Decision:
+def _decide(state: State, review: AdmissionReview, endpoint: str, *, slice_s: float, started: float) -> Decision:
     """The decision for ``review``, which arrived at ``started`` (``time.monotonic``), within the request deadline
     from then and a time slice of ``slice_s`` (``Preempted`` past it); ``ReviewError`` propagates, any other failure
     is a refusal (``Decision.refusal``).
@@ -308,7 +310,7 @@ def _decide(state: State, review: Review, endpoint: str, *, slice_s: float, star
 
 
 def _evaluate(
-    state: State, snapshot: Snapshot, review: Review, endpoint: str, *, slice_s: float, started: float
+    state: State, snapshot: Snapshot, review: AdmissionReview, endpoint: str, *, slice_s: float, started: float
 ) -> Decision:
     admit = snapshot.admitter.mutate if endpoint == MUTATE else snapshot.admitter.validate
     try:
@@ -324,13 +326,13 @@ def _evaluate(
         return _failed(state, review, endpoint, error)
 
 
-def _failed(state: State, review: Review, endpoint: str, error: Exception) -> Decision:
+def _failed(state: State, review: AdmissionReview, endpoint: str, error: Exception) -> Decision:
     state.metrics.evaluation_errors.labels(endpoint).inc()
     log.exception("evaluation failed", extra=logs.fields({logs.UID: review.uid}))
     return Decision.refusal(f"upgrade-gate: internal error while evaluating policies: {type(error).__name__}")
 
 
-def _record(metrics: Metrics, endpoint: str, review: Review, decision: Decision, elapsed: float) -> None:
+def _record(metrics: Metrics, endpoint: str, review: AdmissionReview, decision: Decision, elapsed: float) -> None:
     """Count, time and log one answered review."""
     outcome = "allowed" if decision.allowed else "refused" if decision.refused else "denied"
     policy = decision.policy

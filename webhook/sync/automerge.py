@@ -23,11 +23,11 @@ from webhook.plan import (
     AUTHENTICATED,
     Change,
     FileChange,
-    Identity,
     Kind,
     Manifests,
     Review,
     Reviewer,
+    UserInfo,
     object_changes,
     read_manifests,
     render_revision,
@@ -47,7 +47,7 @@ class Automerge:
     revisions (``webhook.plan.read_manifests``)."""
 
     policies: PolicySet
-    applier: Identity
+    applier: UserInfo
     bot: str
     levels: tuple[str, ...]
     now: datetime.datetime
@@ -82,7 +82,7 @@ class Automerge:
         changes, problems = object_changes(self.base.objects, head)
         if problems or added.problems:
             return False
-        reviewer = Reviewer(Identity(self.bot, (AUTHENTICATED,)), note="automerge")
+        reviewer = Reviewer(UserInfo(self.bot, (AUTHENTICATED,)), note="automerge")
         inputs = Review(changes, self.base.objects, self.policies, self.applier, (reviewer,), self.now, texts=written)
         rows = review(inputs)
         approved = any(row.role == "reviewer" and row.verdict == "admitted" for row in rows)

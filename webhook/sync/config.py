@@ -80,7 +80,7 @@ from typing import Any
 from webhook.errors import InputError, ManifestError
 from webhook.io.forges import ForgeConfig
 from webhook.manifests import iter_yaml_documents, read_text
-from webhook.plan import Identity, PolicyCheckConfig
+from webhook.plan import PolicyCheckConfig, UserInfo
 from webhook.windows import Window, parse_window
 
 CONFIG_FILE = "upgrade-gate.yaml"
@@ -387,7 +387,7 @@ def _policy_check(value: Any) -> PolicyCheckConfig | None:
             raise _error(f"policyCheck.teams.{team}", "must map a forge team to a group name")
     return PolicyCheckConfig(
         policies=_strings(value, "policies", required=True, prefix="policyCheck."),
-        applier=Identity(username, groups if "groups" in applier else default.groups),
+        applier=UserInfo(username, groups if "groups" in applier else default.groups),
         teams=dict(teams),
     )
 

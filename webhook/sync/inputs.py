@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from webhook.errors import InputError
-from webhook.io import Credentials, Identity, Repo
+from webhook.io import Author, Credentials, Repo
 from webhook.io.forges import Forge, PullRequest, make_forge
 from webhook.manifests import read_text
 from webhook.plan import (
@@ -98,9 +98,9 @@ class CycleInputs:
     dry_run: bool
 
     @property
-    def bot(self) -> Identity:
+    def bot(self) -> Author:
         """The git author of the bot's commits."""
-        return Identity(self.config.author_name, self.config.author_email)
+        return Author(self.config.author_name, self.config.author_email)
 
     @property
     def writes_pulls(self) -> bool:

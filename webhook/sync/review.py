@@ -32,12 +32,12 @@ from webhook.io import Credentials, Repo
 from webhook.io.forges import Forge, make_forge
 from webhook.plan import (
     AUTHENTICATED,
-    Identity,
     Manifests,
     PolicyCheckConfig,
     Result,
     Review,
     Reviewer,
+    UserInfo,
     matching,
     object_changes,
     policy_differences,
@@ -65,7 +65,7 @@ class ReviewOptions:
     base: str | None = None
     head: str | None = None
     pull: int | None = None
-    reviewer: Identity | None = None
+    reviewer: UserInfo | None = None
     forge_token: str = ""
     now: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
     engine: str = DEFAULT_CEL_ENGINE
@@ -81,7 +81,7 @@ class ReviewReport:
     head: str
     merge_base: str
     pull: int | None
-    applier: Identity
+    applier: UserInfo
     reviewers: tuple[Reviewer, ...] | None
     results: tuple[Result, ...]
     suites: tuple[SuiteResult, ...] = ()
@@ -261,12 +261,12 @@ def _reviewers(forge: Forge | None, options: ReviewOptions, check: PolicyCheckCo
     """The approving reviewers with the groups their teams map to, or ``--as``; ``None`` with neither."""
     if options.reviewer is not None:
         groups = tuple(dict.fromkeys([*options.reviewer.groups, AUTHENTICATED]))
-        return (Reviewer(Identity(options.reviewer.username, groups)),)
+        return (Reviewer(UserInfo(options.reviewer.username, groups)),)
     if forge is None or options.pull is None:
         return None
     found = []
     for login in forge.approving_reviewers(options.pull):
         mapped = sorted({g for team, g in check.teams.items() if forge.is_team_member(team, login)})
         note = "" if mapped else f"{login} is in none of the teams policyCheck.teams maps"
-        found.append(Reviewer(Identity(login, (*mapped, AUTHENTICATED)), note))
+        found.append(Reviewer(UserInfo(login, (*mapped, AUTHENTICATED)), note))
     return tuple(found)

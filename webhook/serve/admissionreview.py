@@ -29,7 +29,7 @@ MAX_INTEGER_DIGITS = 309
 
 
 @dataclass(frozen=True, slots=True)
-class Review:
+class AdmissionReview:
     """A checked AdmissionReview: its ``api_version`` (answered in kind), the ``request`` as sent, and the
     request's ``uid``, ``kind`` (``request.kind.kind``), ``operation``, ``name``, ``namespace`` and
     ``username`` for logs and metrics."""
@@ -74,7 +74,7 @@ class Review:
         return self.request.get("dryRun") is True
 
 
-def parse_review(body: bytes, content_type: str | None) -> Review:
+def parse_review(body: bytes, content_type: str | None) -> AdmissionReview:
     """Read an HTTP request body as an AdmissionReview.
 
     ``content_type`` must be ``application/json`` (parameters such as ``charset`` allowed). Checked: the
@@ -108,7 +108,7 @@ def parse_review(body: bytes, content_type: str | None) -> Review:
     if not isinstance(request, dict):
         raise ReviewError("the AdmissionReview has no request object")
     _check_request(request)
-    return Review(api_version, request)
+    return AdmissionReview(api_version, request)
 
 
 def _not_json(name: str) -> Any:
@@ -147,7 +147,7 @@ def _check_request(request: Mapping[str, Any]) -> None:
             raise ReviewError(f"request.{key} must be an object or null")
 
 
-def render_response(review: Review, decision: Decision, *, mutating: bool) -> dict[str, Any]:
+def render_response(review: AdmissionReview, decision: Decision, *, mutating: bool) -> dict[str, Any]:
     """The AdmissionReview answering ``review`` with ``decision``, in ``review``'s apiVersion.
 
     ``response``: ``uid``, ``allowed``; ``status`` (``{code, reason, message, details.causes}``) when denied;
