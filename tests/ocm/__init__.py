@@ -7,7 +7,7 @@ from typing import Any
 
 from tests import tables
 from webhook.conditions import parse_time
-from webhook.ocm.addons import Change
+from webhook.ocm.addons import VersionChange
 
 EXAMPLE_TIME = parse_time("2022-11-02T05:48:12Z")
 
@@ -16,5 +16,5 @@ def rows(name: str, section: str) -> list[Any]:
     return tables.params(tables.load(f"addons/{name}")[section])
 
 
-def change(value: str | None) -> Change | None:
-    return None if value is None else Change(value)
+def change(value: str | None) -> VersionChange | None:
+    return None if value is None else VersionChange(value)

@@ -12,7 +12,7 @@ from tests.ocm import EXAMPLE_TIME, rows
 from tests.versions import check_error
 from webhook.conditions import parse_time, set_condition
 from webhook.errors import InputError, InvalidVersion
-from webhook.ocm.addons import AddOnVersions, Change, classify, parse_addon_version, progressing_condition
+from webhook.ocm.addons import AddOnVersions, VersionChange, classify, parse_addon_version, progressing_condition
 
 
 @pytest.mark.parametrize("row", rows("examples.yaml", "examples"))
@@ -28,7 +28,7 @@ def test_lifecycle_example(row: dict[str, Any]) -> None:
         with pytest.raises(InvalidVersion):
             classify(status.get("lastVersion"), version)
     else:
-        assert classify(status.get("lastVersion"), version) is Change(want["change"])
+        assert classify(status.get("lastVersion"), version) is VersionChange(want["change"])
     condition = progressing_condition(
         version, status.get("currentVersion"), status.get("lastVersion"), supported_versions=versions.supported
     )
@@ -78,7 +78,7 @@ def test_parse_addon_version_invalid(row: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("row", rows("versions.yaml", "classify"))
 def test_classify(row: dict[str, Any]) -> None:
-    assert classify(row["last"], row["install"]) is Change(row["change"])
+    assert classify(row["last"], row["install"]) is VersionChange(row["change"])
 
 
 @pytest.mark.parametrize("row", rows("versions.yaml", "classify_invalid"))

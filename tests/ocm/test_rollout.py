@@ -8,7 +8,7 @@ import pytest
 
 from tests.ocm import change, rows
 from webhook.errors import InputError
-from webhook.ocm.addons import Change
+from webhook.ocm.addons import VersionChange
 from webhook.ocm.rollout import classify_configs, placement_changes
 
 
@@ -26,14 +26,14 @@ def test_placement_changes(row: dict[str, Any]) -> None:
         }
         for c in changes
     ] == [
-        {**want, "change": change(want["change"]), "config_change": Change(want["config_change"])}
+        {**want, "change": change(want["change"]), "config_change": VersionChange(want["config_change"])}
         for want in row["want"]
     ]
 
 
 @pytest.mark.parametrize("row", rows("placements.yaml", "configs"))
 def test_classify_configs(row: dict[str, Any]) -> None:
-    assert classify_configs(row["previous"], row["desired"], row["good"]) is Change(row["change"])
+    assert classify_configs(row["previous"], row["desired"], row["good"]) is VersionChange(row["change"])
 
 
 def test_a_config_needs_a_resource_and_a_name() -> None:

@@ -54,7 +54,7 @@ UPSTREAM_SUCCESS = "Completed"
 """Upstream OCM's ``ProgressingReasonCompleted`` (addon/v1alpha1 types_managedclusteraddon.go)."""
 
 
-class Change(enum.StrEnum):
+class VersionChange(enum.StrEnum):
     """How ``installVersion`` moves relative to the previous one (the add-on installVersion lifecycle, "Condition")."""
 
     INSTALLING = "Installing"
@@ -79,10 +79,10 @@ class Reason(enum.StrEnum):
 
 # What a failure message says was attempted, per change ("could not upgrade to invalid version v3").
 _ATTEMPT = {
-    Change.INSTALLING: "install",
-    Change.UPGRADING: "upgrade to",
-    Change.ROLLINGBACK: "rollback to",
-    Change.UNCHANGED: "install",
+    VersionChange.INSTALLING: "install",
+    VersionChange.UPGRADING: "upgrade to",
+    VersionChange.ROLLINGBACK: "rollback to",
+    VersionChange.UNCHANGED: "install",
 }
 
 
@@ -104,7 +104,7 @@ def _is_unknown(version: str | None) -> bool:
     return version is None or version in ("", UNKNOWN)
 
 
-def classify(last_version: str | None, install_version: str) -> Change:
+def classify(last_version: str | None, install_version: str) -> VersionChange:
     """Classify a move from ``last_version`` to ``install_version`` (the add-on installVersion lifecycle, "Condition").
 
     ``last_version`` ``None``, empty, ``unknown`` or malformed (the lifecycle: "invalid version is treated as
@@ -114,12 +114,14 @@ def classify(last_version: str | None, install_version: str) -> Change:
     """
     install = parse_addon_version(install_version)
     if last_version is None or _is_unknown(last_version):
-        return Change.INSTALLING
+        return VersionChange.INSTALLING
     try:
         order = parse_addon_version(last_version).compare(install)
     except InvalidVersion:
-        return Change.INSTALLING
-    return Change.UNCHANGED if order == 0 else Change.UPGRADING if order < 0 else Change.ROLLINGBACK
+        return VersionChange.INSTALLING
+    return (
+        VersionChange.UNCHANGED if order == 0 else VersionChange.UPGRADING if order < 0 else VersionChange.ROLLINGBACK
+    )
 
 
 def _attempt(last_version: str | None, install_version: str) -> str:
@@ -172,7 +174,7 @@ def progressing_condition(
     if failed_reason:
         return _progressing(False, Reason.FAILED, f"could not {attempt} version {install_version}: {failed_reason}")
     change = classify(last_version, install_version)
-    if _is_unknown(current_version) and change is not Change.UNCHANGED:
+    if _is_unknown(current_version) and change is not VersionChange.UNCHANGED:
         return _progressing(True, Reason(change.value), f"{change.value} addon to version {install_version}.")
     current = current_version or UNKNOWN
     return _progressing(

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.errors import InputError, InvalidVersion
-from webhook.ocm.addons import AddOnVersions, Change, classify
+from webhook.ocm.addons import AddOnVersions, VersionChange, classify
 
 
 @dataclass(frozen=True, order=True)
@@ -67,7 +67,7 @@ def classify_configs(
     previous: Iterable[Mapping[str, Any]] | None,
     desired: Iterable[Mapping[str, Any]] | None,
     last_known_good: Iterable[Mapping[str, Any]] | None = None,
-) -> Change:
+) -> VersionChange:
     """Classify a change of a config list the way ``classify`` classifies a version change (module table).
 
     ``previous`` is the old object's ``configs`` (``None`` when there is no old object: CREATE),
@@ -77,12 +77,12 @@ def classify_configs(
     Raises ``InputError`` for a malformed config entry.
     """
     if previous is None:
-        return Change.INSTALLING
+        return VersionChange.INSTALLING
     after = config_set(desired)
     if config_set(previous) == after:
-        return Change.UNCHANGED
+        return VersionChange.UNCHANGED
     good = config_set(last_known_good)
-    return Change.ROLLINGBACK if good and after == good else Change.UPGRADING
+    return VersionChange.ROLLINGBACK if good and after == good else VersionChange.UPGRADING
 
 
 def last_known_good_configs(cma: Mapping[str, Any], namespace: str, name: str) -> list[dict[str, str]]:
@@ -146,9 +146,9 @@ class PlacementChange:
     name: str
     last_version: str | None
     install_version: str | None
-    change: Change | None
+    change: VersionChange | None
     """``None`` when no version is known after the change, or it is malformed (``validate`` reports it)."""
-    config_change: Change
+    config_change: VersionChange
 
 
 def placement_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> tuple[PlacementChange, ...]:

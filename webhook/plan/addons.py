@@ -34,8 +34,15 @@ from typing import Any
 
 from webhook.conditions import format_duration, format_time
 from webhook.errors import InputError, ManifestError
-from webhook.ocm import AddOnVersions, CanaryVerdict, Observation, canary_gate, classify, parse_addon_version
-from webhook.ocm import Change as VersionChange
+from webhook.ocm import (
+    AddOnVersions,
+    CanaryVerdict,
+    Observation,
+    VersionChange,
+    canary_gate,
+    classify,
+    parse_addon_version,
+)
 from webhook.plan.actions import Action, Kind
 from webhook.plan.extensions import (
     AddOnFacts,
