@@ -21,7 +21,7 @@ from unittest import mock
 
 from webhook.cel.estimate import estimate
 from webhook.cel.frontend import check
-from webhook.policy import loader
+from webhook.policy.loading import loader
 from webhook.settings import CEL_ENGINES
 
 POLICIES = Path(__file__).resolve().parent.parent / "policies"

@@ -28,8 +28,8 @@ from typing import Any, cast
 from webhook.cel import Program
 from webhook.objects import InMemoryObjectStore
 from webhook.policy import model
-from webhook.policy.engine import PolicyEngine
-from webhook.policy.loader import load_policy_set
+from webhook.policy.admitting.engine import PolicyEngine
+from webhook.policy.loading.loader import load_policy_set
 from webhook.settings import CEL_ENGINES
 
 ROOT = Path(__file__).resolve().parent.parent

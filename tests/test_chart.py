@@ -36,8 +36,8 @@ from webhook.controller.health import Metrics as ControllerMetrics
 from webhook.controller.status import FAILED, HELD, PENDING, PROGRESSING, SUCCEEDED
 from webhook.io.kube.cache import policy_resources
 from webhook.policy import evaluate
-from webhook.policy.loader import load_policy_set
-from webhook.policy.lookups import cluster_reads
+from webhook.policy.admitting.lookups import cluster_reads
+from webhook.policy.loading.loader import load_policy_set
 from webhook.serve.metrics import CONNECTION_STATES, ENDPOINTS
 from webhook.serve.metrics import Metrics as WebhookMetrics
 

@@ -19,7 +19,8 @@ LINT_IMPORTS = shutil.which("lint-imports", path=str(Path(sys.executable).parent
 #: (a word of the contract's name, the probe's path in the package, its import). Each probe sits where a
 #: careless change would put it: a module the contract's author did not think of.
 PROBES = [
-    ("layers", "webhook/policy/_probe.py", "import webhook.serve"),
+    ("layers of docs", "webhook/policy/_probe.py", "import webhook.serve"),
+    ("Inside webhook.policy", "webhook/policy/admitting/_probe.py", "import webhook.policy.loading.loader"),
     ("pure core", "webhook/olm/_probe.py", "import subprocess"),
     ("flask", "webhook/controller/_probe.py", "import flask"),
     ("celpy", "webhook/policy/_probe.py", "import celpy"),

@@ -13,7 +13,7 @@ from webhook.cel.celexpr.composition import BOUND, VARIABLE_READER, bound_variab
 from webhook.cel.environment import backend_named
 from webhook.cel.libraries.optional import Optional
 from webhook.errors import CelCompileError, CelEvaluationError
-from webhook.policy.activation import Activation, LazyVariables
+from webhook.policy.admitting.activation import Activation, LazyVariables
 from webhook.policy.model import Expression, Variable
 from webhook.settings import CEL_ENGINES
 

@@ -22,7 +22,7 @@ from tests.oracle import decisions
 from tests.oracle.apiserver import ROOT, Apiserver, run_recorder
 from tests.oracle.replay import RECORDED, decision_cases, decision_outcome
 from webhook.errors import PolicyLoadError
-from webhook.policy.loader import load_policy_text
+from webhook.policy.loading.loader import load_policy_text
 
 CASES = ROOT / "tests" / "data" / "corpus" / "cases.yaml"
 NAME = "corpus.yaml"

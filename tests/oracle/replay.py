@@ -30,8 +30,8 @@ from webhook.cel.environment import Environment, backend_named
 from webhook.cel.semantics import kind
 from webhook.errors import CelCompileError, CelError, CostLimitExceeded, PolicyLoadError
 from webhook.objects import InMemoryObjectStore
-from webhook.policy.engine import PolicyEngine
-from webhook.policy.loader import load_policy_text, serves
+from webhook.policy.admitting.engine import PolicyEngine
+from webhook.policy.loading.loader import load_policy_text, serves
 from webhook.settings import CEL_ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from webhook.cel import Environment, backend_named
-from webhook.policy.activation import Activation, ParamValues, bind_variables
+from webhook.policy.admitting.activation import Activation, ParamValues, bind_variables
 from webhook.policy.model import Expression, Variable
 from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from webhook.errors import CelCompileError
-from webhook.policy import compiling
-from webhook.policy.compiling import CelCompiler
+from webhook.policy.loading import compiling
+from webhook.policy.loading.compiling import CelCompiler
 from webhook.settings import CEL_ENGINES
 
 OBJECT = frozenset({"object"})

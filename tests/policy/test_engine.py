@@ -13,9 +13,9 @@ import yaml
 from tests import tables
 from webhook.cel import Program
 from webhook.objects import InMemoryObjectStore
-from webhook.policy.decision import Decision
-from webhook.policy.engine import PolicyEngine
-from webhook.policy.loader import load_policy_set, load_policy_text
+from webhook.policy.admitting.decision import Decision
+from webhook.policy.admitting.engine import PolicyEngine
+from webhook.policy.loading.loader import load_policy_set, load_policy_text
 from webhook.policy.suites import load_suites
 from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE
 

@@ -10,7 +10,7 @@ import yaml
 from tests import tables
 from webhook.cel.estimate import PER_CALL_LIMIT, SATURATED
 from webhook.policy.lint import ExpensiveExpression, PolicyReport, lint
-from webhook.policy.loader import load_policy_set
+from webhook.policy.loading.loader import load_policy_set
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ import pytest
 from tests import tables
 from webhook.errors import InputError, PolicyLoadError
 from webhook.policy import model
-from webhook.policy.loader import load_policy_set, load_policy_text
+from webhook.policy.loading.loader import load_policy_set, load_policy_text
 
 DATA = Path(__file__).parents[1] / "data" / "policy"
 CASES: dict[str, list[dict[str, Any]]] = tables.load("policy/loader.yaml")

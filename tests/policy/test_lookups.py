@@ -11,8 +11,8 @@ import yaml
 
 from tests.tables import load, params
 from webhook.cel import lookups
-from webhook.policy.loader import load_policy_set, load_policy_text
-from webhook.policy.lookups import NAMESPACE, ClusterReads, cluster_reads
+from webhook.policy.admitting.lookups import NAMESPACE, ClusterReads, cluster_reads
+from webhook.policy.loading.loader import load_policy_set, load_policy_text
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = load("policy/lookups.yaml")

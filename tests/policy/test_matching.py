@@ -9,8 +9,8 @@ import pytest
 from tests import tables
 from webhook.errors import MatchError
 from webhook.objects import LabelSelector
-from webhook.policy.dispatch import Dispatcher
-from webhook.policy.matching import Attributes, matches, may_match
+from webhook.policy.admitting.dispatch import Dispatcher
+from webhook.policy.admitting.matching import Attributes, matches, may_match
 from webhook.policy.model import MatchResources, Rule, ValidatingBinding, ValidatingPolicy
 
 DATA = tables.load("policy/matching.yaml")

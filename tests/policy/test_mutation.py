@@ -14,8 +14,8 @@ import pytest
 from tests import tables
 from tests.policy.test_engine import engine_for
 from webhook.errors import MutationError
-from webhook.policy.initializers import rewrite_initializers
-from webhook.policy.mutation import apply_json_patch, json_patch, merge, typed
+from webhook.policy.admitting.mutation import apply_json_patch, json_patch, merge, typed
+from webhook.policy.loading.initializers import rewrite_initializers
 from webhook.settings import CEL_ENGINES
 
 DATA = tables.load("policy/mutation.yaml")

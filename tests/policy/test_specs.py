@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from webhook.cel import Environment
+from webhook.policy.loading.specs import exclusive_variables, texts
 from webhook.policy.model import Expression, Variable
-from webhook.policy.specs import exclusive_variables, texts
 
 ANY_PROGRAM = Environment([]).compile("true")  # only the texts matter here
 

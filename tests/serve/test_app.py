@@ -19,7 +19,7 @@ from tests.serve.conftest import BAD_REQUESTS, CASES, OBJECTS, POLICIES, bad_bod
 from webhook.cel.cost import check_deadline
 from webhook.logs import JsonFormatter
 from webhook.objects import ObjectStore
-from webhook.policy.decision import Decision as Allowed
+from webhook.policy.admitting.decision import Decision as Allowed
 from webhook.policy.model import PolicySet
 from webhook.serve.admissionreview import parse_review
 from webhook.serve.app import create_app

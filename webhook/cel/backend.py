@@ -98,7 +98,7 @@ class Backend(Protocol):
         compiled composited variables ``variables.<name>`` may read, by name in declaration order (a backend may
         use them to evaluate such reads faster; they are evaluated from the activation's ``variables`` all the
         same). ``exclusive``: those of them whose value no other expression of the policy needs on a request it
-        admits (``webhook.policy.specs.exclusive_variables``), so that evaluating one where it is read costs no
+        admits (``webhook.policy.loading.specs.exclusive_variables``), so that evaluating one where it is read costs no
         more than reading it from ``variables``."""
         ...
 

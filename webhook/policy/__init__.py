@@ -2,13 +2,13 @@
 mutating, deciding; policy test suites and lint. May import ``webhook.cel`` and the pure core, nothing above it."""
 
 from webhook.cel import evaluate as evaluate
-from webhook.policy.decision import Decision, Denial
-from webhook.policy.documents import Source, policy_files, read_sources
-from webhook.policy.engine import Admission, PolicyEngine
+from webhook.policy.admitting.decision import Decision, Denial
+from webhook.policy.admitting.engine import Admission, PolicyEngine
+from webhook.policy.admitting.lookups import ClusterReads, cluster_reads
+from webhook.policy.admitting.matching import rule_dict_matches
 from webhook.policy.lint import FileReport, lint
-from webhook.policy.loader import load_policy_set, load_policy_sources
-from webhook.policy.lookups import ClusterReads, cluster_reads
-from webhook.policy.matching import rule_dict_matches
+from webhook.policy.loading.documents import Source, policy_files, read_sources
+from webhook.policy.loading.loader import load_policy_set, load_policy_sources
 from webhook.policy.model import PolicySet
 from webhook.policy.suites import SuiteResult, load_suites, run_suites
 

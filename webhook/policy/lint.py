@@ -42,8 +42,8 @@ from webhook.cel.estimate import (
     object_of,
 )
 from webhook.errors import PolicyLoadError
-from webhook.policy.documents import policy_files
-from webhook.policy.loader import SERVED, load_policy_set
+from webhook.policy.loading.documents import policy_files
+from webhook.policy.loading.loader import SERVED, load_policy_set
 from webhook.policy.model import FAIL, IGNORE, Expression, MutatingPolicy, ValidatingPolicy, expressions
 from webhook.settings import DEFAULT_KUBERNETES_VERSION
 

@@ -4,7 +4,7 @@ Mirrors ``admissionregistration.k8s.io/v1`` (``k8s.io/api/admissionregistration/
 apiserver's defaulting (``pkg/apis/admissionregistration/v1/defaults.go``): ``failurePolicy`` is ``Fail``,
 ``matchPolicy`` is ``Equivalent``, selectors are ``{}``, rule ``scope`` is ``*``, ``parameterNotFoundAction``
 is ``Deny``. Every CEL expression is held twice: as written (``Expression.text``, used in messages) and
-compiled (``Expression.program``). Built only by ``webhook.policy.loader``.
+compiled (``Expression.program``). Built only by ``webhook.policy.loading.loader``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from webhook.settings import DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION
 
 FAIL = "Fail"
 IGNORE = "Ignore"
+#: The key under which a MutatingAdmissionPolicy's ``Object...`` initializer map carries its type name (no CEL
+#: field can be named so): written by the loader's rewrite, read by the mutation's patchers.
+TYPE_KEY = "@type"
 EXACT = "Exact"
 EQUIVALENT = "Equivalent"
 DENY = "Deny"

@@ -57,9 +57,9 @@ from typing import Any
 from webhook.errors import InputError, ParamError, UpgradeGateError
 from webhook.manifests import iter_yaml_documents, manifest_files, read_text
 from webhook.objects import InMemoryObjectStore, plural_of
-from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, collect_params
-from webhook.policy.engine import Admission, PolicyEngine
-from webhook.policy.loader import load_policy_set
+from webhook.policy.admitting.dispatch import CLUSTER_SCOPED_KINDS, collect_params
+from webhook.policy.admitting.engine import Admission, PolicyEngine
+from webhook.policy.loading.loader import load_policy_set
 from webhook.policy.model import PolicySet
 from webhook.settings import DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION
 

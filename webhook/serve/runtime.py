@@ -67,7 +67,7 @@ class ClusterCache(ObjectStore, Protocol):
 
 
 class EngineAdmitter:
-    """An ``Admitter`` over ``webhook.policy.engine.PolicyEngine``: looks up the request's Namespace in
+    """An ``Admitter`` over ``webhook.policy.admitting.engine.PolicyEngine``: looks up the request's Namespace in
     ``store`` (``namespaceObject``) and gives the engine each request's time from ``clock`` (``clock.now()``).
     Requests are as ``webhook.serve.admissionreview.parse_review`` decodes them (``from_json``)."""
 

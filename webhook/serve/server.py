@@ -227,7 +227,7 @@ YOUNG_COLLECTION_THRESHOLD = 20_000
 
 def cluster_cache(settings: ServeSettings, policies: PolicySet) -> ClusterFactory | None:
     """When ``settings.watches_cluster``: a factory of started watch caches of what ``policies`` read from the
-    cluster (``webhook.policy.lookups``; one cache per worker, each with its own API client). A policy set
+    cluster (``webhook.policy.admitting.lookups``; one cache per worker, each with its own API client). A policy set
     reloaded later is served from the same cache: a kind it newly reads is watched after a restart. Logs a
     warning naming the policies whose lookups compute their kind (not watched). Checks the configuration once;
     raises ``ClusterError`` if none."""

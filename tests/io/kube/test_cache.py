@@ -16,8 +16,8 @@ from tests.io.kube.fakeapi import JsonHandler, serving
 from webhook.errors import ClusterError, Expired, Forbidden, NotServed
 from webhook.io.kube.cache import ApiSource, Resource, WatchCache, policy_resources
 from webhook.objects import KubeObject, LabelSelector
-from webhook.policy.loader import load_policy_set
-from webhook.policy.lookups import ClusterReads, cluster_reads
+from webhook.policy.admitting.lookups import ClusterReads, cluster_reads
+from webhook.policy.loading.loader import load_policy_set
 
 ROOT = Path(__file__).resolve().parents[3]
 

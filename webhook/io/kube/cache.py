@@ -62,11 +62,11 @@ class Resource:
 
 
 def policy_resources(reads: ClusterReads, namespace: str) -> tuple[Resource, ...]:
-    """The resources to watch for a policy set that ``reads`` these kinds (``webhook.policy.lookups``): each kind
-    read everywhere in all namespaces, each namespaced param kind in the namespace its bindings' ``paramRef``
-    names, as the API server reads it (``namespace``, the deployment's own, where none is named). The chart's
-    Role lets the webhook read its params in its own namespace and the settings namespace; where it may not read
-    them, the param objects beside the policies apply (``Resource.fallback``). A kind's resource is its default plural
+    """The resources to watch for a policy set that ``reads`` these kinds (``webhook.policy.admitting.lookups``): each
+    kind read everywhere in all namespaces, each namespaced param kind in the namespace its bindings' ``paramRef``
+    names, as the API server reads it (``namespace``, the deployment's own, where none is named). The chart's Role
+    lets the webhook read its params in its own namespace and the settings namespace; where it may not read them,
+    the param objects beside the policies apply (``Resource.fallback``). A kind's resource is its default plural
     (``objects.plural_of``), as Kubernetes and CRDs name them."""
     everywhere = [Resource(api_version, kind, plural_of(kind)) for api_version, kind in reads.everywhere]
     params = dict.fromkeys(

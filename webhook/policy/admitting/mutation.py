@@ -13,7 +13,8 @@ order on the object as the previous mutations left it (``object`` is re-read aft
   by item, every other list and scalar is replaced. (Without the OpenAPI schema, ``x-kubernetes-list-type``
   and atomic-field errors of structured-merge-diff are approximated by that table.)
 
-Typed initializers (``Object{}``, ``JSONPatch{}``) are compiled as map literals (``webhook.policy.initializers``).
+Typed initializers (``Object{}``, ``JSONPatch{}``) are compiled as map literals
+(``webhook.policy.loading.initializers``).
 An error is recorded and the next mutation still runs; errors of ``failurePolicy: Fail`` policies reject the
 request (HTTP 403, ``policy '<p>' with binding '<b>' denied request: <error>``, reason ``Invalid``), those of
 ``Ignore`` policies are dropped. The whole request answers with one RFC 6902 patch from the object as sent to
@@ -34,7 +35,7 @@ from typing import Any, cast
 import jsonpatch
 
 from webhook.errors import MutationError
-from webhook.policy.activation import (
+from webhook.policy.admitting.activation import (
     Activation,
     RequestInputs,
     activation,
@@ -43,10 +44,9 @@ from webhook.policy.activation import (
     evaluate_together,
     match_conditions,
 )
-from webhook.policy.decision import Decision, Denial
-from webhook.policy.dispatch import ConfigError, Invocation
-from webhook.policy.initializers import TYPE_KEY
-from webhook.policy.model import APPLY_CONFIGURATION, FAIL, MutatingPolicy, Mutation, Policy
+from webhook.policy.admitting.decision import Decision, Denial
+from webhook.policy.admitting.dispatch import ConfigError, Invocation
+from webhook.policy.model import APPLY_CONFIGURATION, FAIL, TYPE_KEY, MutatingPolicy, Mutation, Policy
 
 #: Merge keys of well-known list fields (``patchMergeKey`` / ``x-kubernetes-list-map-keys``), by field name.
 MERGE_KEYS: Mapping[str, tuple[str, ...]] = {
@@ -235,7 +235,7 @@ def _apply(mutation: Mutation, obj: Any, values: Activation, known: object = _UN
 
 
 def typed(value: Any, expected: str | None) -> Any:
-    """``value`` without the initializers' type names (``initializers.TYPE_KEY``), each checked against the field
+    """``value`` without the initializers' type names (``model.TYPE_KEY``), each checked against the field
     path from the root ``Object`` (``expected``; ``None``: not checked, as in a JSON patch value). Raises
     ``MutationError`` with the apiserver's text for a name that is not its field's."""
     if isinstance(value, list):

@@ -24,12 +24,11 @@ import re
 from dataclasses import dataclass
 
 from webhook.cel import STRING_LITERAL
+from webhook.policy.model import TYPE_KEY
 
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
 _TYPE = re.compile(r"Object(?:\.[A-Za-z_]\w*)*|JSONPatch")
 _INITIALIZER = "initializer"
-#: The key under which an ``Object...`` initializer's map carries its type name (no CEL field can be named so).
-TYPE_KEY = "@type"
 _VALUE = "value"
 
 

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 from webhook import apivalidation as api
 from webhook.cel import VARIABLE_REFERENCE, Program, blank_strings
 from webhook.errors import CelCompileError
-from webhook.policy.documents import Document, MarkedList, MarkedMap, Position, position_in_scalar
-from webhook.policy.initializers import Rewritten
+from webhook.policy.loading.documents import Document, MarkedList, MarkedMap, Position, position_in_scalar
+from webhook.policy.loading.initializers import Rewritten
 from webhook.policy.model import Expression
 
 
@@ -37,7 +37,7 @@ class Compiler(Protocol):
     ) -> Program:
         """Compile ``text``; ``definitions``: the programs of the composited variables it may read, by name in
         declaration order; ``exclusive``: those whose value no other expression of the policy needs on a request it
-        admits (``webhook.policy.specs.exclusive_variables``)."""
+        admits (``webhook.policy.loading.specs.exclusive_variables``)."""
         ...
 
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from webhook.cel import lookups
-from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS
+from webhook.policy.admitting.dispatch import CLUSTER_SCOPED_KINDS
 from webhook.policy.model import Binding, Policy, PolicySet, expressions
 
 #: (apiVersion, kind).

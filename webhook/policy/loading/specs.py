@@ -14,8 +14,8 @@ from webhook.cel import Program, read_names
 from webhook.errors import CelCompileError, InputError
 from webhook.objects import LabelSelector
 from webhook.policy import model
-from webhook.policy.documents import MarkedMap, plain
-from webhook.policy.fields import At, Compiler, FieldReader
+from webhook.policy.loading.documents import MarkedMap, plain
+from webhook.policy.loading.fields import At, Compiler, FieldReader
 
 OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 MUTATING_OPERATIONS = ("*", "CONNECT", "CREATE", "UPDATE")

@@ -33,7 +33,7 @@ from webhook import apivalidation as api
 from webhook.cel import version_key
 from webhook.errors import InputError, PolicyLoadError
 from webhook.policy import model
-from webhook.policy.documents import (
+from webhook.policy.loading.documents import (
     Document,
     MarkedList,
     MarkedMap,
@@ -44,9 +44,9 @@ from webhook.policy.documents import (
     read_documents,
     read_paths,
 )
-from webhook.policy.fields import At, Compiler, FieldReader
-from webhook.policy.mutating import mutating_binding, mutating_policy
-from webhook.policy.validating import validating_binding, validating_policy
+from webhook.policy.loading.fields import At, Compiler, FieldReader
+from webhook.policy.loading.mutating import mutating_binding, mutating_policy
+from webhook.policy.loading.validating import validating_binding, validating_policy
 from webhook.settings import DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES_VERSION, kubernetes_version
 
 GROUP = "admissionregistration.k8s.io"
@@ -80,7 +80,7 @@ SERVED: dict[tuple[str, str], tuple[str, str | None]] = {
 def _compiler(engine: str, version: str) -> Compiler:
     """The CEL compiler of ``webhook.cel`` on the backend ``engine`` for Kubernetes ``version``, one per
     process (environments built on demand, programs kept for the next load)."""
-    from webhook.policy.compiling import CelCompiler  # noqa: PLC0415 - keeps the CEL engines out of import time
+    from webhook.policy.loading.compiling import CelCompiler  # noqa: PLC0415 - keeps the CEL engines out of import time
 
     try:
         return CelCompiler(engine, version)

@@ -23,8 +23,8 @@ from typing import Any
 
 from webhook.errors import MatchError, ParamError
 from webhook.objects import ObjectStore
-from webhook.policy.activation import RequestInputs
-from webhook.policy.matching import Attributes, matches, may_match, resource_key
+from webhook.policy.admitting.activation import RequestInputs
+from webhook.policy.admitting.matching import Attributes, matches, may_match, resource_key
 from webhook.policy.model import DENY, Binding, ParamKind, ParamRef, Policy
 
 #: (API group, kind) of well-known cluster-scoped kinds that may serve as params.

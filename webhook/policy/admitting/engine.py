@@ -1,7 +1,7 @@
 """The policy engine: one admission request in, one ``Decision`` out. Pure: no HTTP, no cluster, no files.
 
 ``PolicyEngine(policy_set, store).validate(request, namespace)`` runs the ValidatingAdmissionPolicies,
-``.mutate(request, namespace)`` the MutatingAdmissionPolicies (``webhook.policy.mutation``), and ``.admit``
+``.mutate(request, namespace)`` the MutatingAdmissionPolicies (``webhook.policy.admitting.mutation``), and ``.admit``
 both as the kube-apiserver chains them (mutation, then validation of the patched object). ``request`` is
 the ``request`` of an ``admission.k8s.io/v1`` AdmissionReview as a dict; ``namespace`` is the request's
 Namespace object (``None`` for cluster-scoped requests, or when unknown: a namespaced request then fails
@@ -17,7 +17,7 @@ response's message and HTTP code (``reason``: 401/403/413/422); every denial is 
 
 Not modelled: the per-(policy, binding, param) cost budget of 10,000,000 (each expression has the
 per-expression limit of its ``Environment``), ``authorizer`` (bound to ``null``: using it is a run-time
-error), and object conversion for ``matchPolicy: Equivalent`` (see ``webhook.policy.matching``).
+error), and object conversion for ``matchPolicy: Equivalent`` (see ``webhook.policy.admitting.matching``).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import jsonpatch
 
 from webhook.cel import backend_named, extension_bindings
 from webhook.objects import ObjectStore
-from webhook.policy import mutation
-from webhook.policy.activation import (
+from webhook.policy.admitting import mutation
+from webhook.policy.admitting.activation import (
     Activation,
     ParamValues,
     RequestInputs,
@@ -45,8 +45,8 @@ from webhook.policy.activation import (
     evaluate_together,
     match_conditions,
 )
-from webhook.policy.decision import Decision, Denial
-from webhook.policy.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, Dispatcher, invocations
+from webhook.policy.admitting.decision import Decision, Denial
+from webhook.policy.admitting.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, Dispatcher, invocations
 from webhook.policy.model import (
     AUDIT,
     DENY,

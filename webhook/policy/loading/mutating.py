@@ -8,10 +8,10 @@ from typing import Any
 from webhook import apivalidation as api
 from webhook.cel import Program
 from webhook.policy import model
-from webhook.policy.documents import MarkedMap
-from webhook.policy.fields import At, FieldReader
-from webhook.policy.initializers import rewrite_initializers
-from webhook.policy.specs import (
+from webhook.policy.loading.documents import MarkedMap
+from webhook.policy.loading.fields import At, FieldReader
+from webhook.policy.loading.initializers import rewrite_initializers
+from webhook.policy.loading.specs import (
     EXPRESSION_VARIABLES,
     MATCH_CONDITION_VARIABLES,
     MUTATING_OPERATIONS,

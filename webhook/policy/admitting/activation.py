@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from webhook.cel import Backend, Kept, Program, Values
 from webhook.errors import CelEvaluationError, ReviewError
-from webhook.policy.matching import Attributes
+from webhook.policy.admitting.matching import Attributes
 from webhook.policy.model import Expression, MatchCondition, Variable
 
 _REQUEST_FIELDS = (
