@@ -30,8 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.conditions import find_condition
-from webhook.controller.status import HELD, RETRYING, Assessment
+from webhook.controller.status import HELD, RETRYING, Assessment, operator_progressing
 from webhook.errors import InputError
 from webhook.windows import parse_window
 
@@ -85,8 +84,7 @@ def retry_plan(
     module doc)."""
     if extension is None:
         return RetryPlan()
-    status = extension.get("status") if isinstance(extension.get("status"), Mapping) else {}
-    if (find_condition((status or {}).get("conditions"), "Progressing") or {}).get("reason") != RETRYING:
+    if operator_progressing(extension).get("reason") != RETRYING:
         return RetryPlan()  # operator-controller is not backing off: it reconciles again on its own
     annotations = (extension.get("metadata") or {}).get("annotations") or {}
     for revision, assessment in sorted(assessed, key=lambda pair: str((pair[0].get("metadata") or {}).get("name"))):

@@ -129,6 +129,12 @@ def installed_version(extension: Mapping[str, Any]) -> str | None:
     return str(version) if version else None
 
 
+def operator_progressing(extension: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ``Progressing`` condition operator-controller writes on a ClusterExtension (empty before one is)."""
+    status = extension.get("status") if isinstance(extension.get("status"), Mapping) else {}
+    return find_condition((status or {}).get("conditions"), "Progressing") or {}
+
+
 def reached(installed: str, version: str, *, rollback: bool = False) -> bool:
     """True when ``installed`` is ``version`` or past it (SemVer precedence, then release, as OLM v1 orders
     bundles), or, for a ``rollback``, is ``version``; versions that do not parse are compared as text."""
@@ -163,8 +169,7 @@ def assess(revision: Mapping[str, Any], extension: Mapping[str, Any] | None) -> 
     if extension is None:
         return Assessment(FAILED, f"ClusterExtension {owner} not found", approved, approval)
     installed = installed_version(extension)
-    status = extension.get("status") if isinstance(extension.get("status"), Mapping) else {}
-    progressing = find_condition((status or {}).get("conditions"), "Progressing") or {}
+    progressing = operator_progressing(extension)
     reason, report = str(progressing.get("reason") or ""), str(progressing.get("message") or "")
     own = revision.get("status") if isinstance(revision.get("status"), Mapping) else {}
     annotations = (revision.get("metadata") or {}).get("annotations") or {}

@@ -231,8 +231,7 @@ class WatchCache:
         except NotServed as error:
             # An absent kind has no objects; being synced, it does not hold readiness back. Checked again later.
             log.warning("kind not served; looked up as empty", extra=logs.fields({logs.ERROR: str(error)}))
-            self._objects[resource] = MappingProxyType({})
-            self._stop.wait(min(self.resync_s, NOT_SERVED_RECHECK_S))
+            self._empty_until_rechecked(resource)
             return
         except Forbidden as error:
             if not resource.fallback:
@@ -244,8 +243,7 @@ class WatchCache:
                     extra=logs.fields({logs.RESOURCE: str(resource), logs.ERROR: str(error)}),
                 )
             self._failing[resource] = str(error)
-            self._objects[resource] = MappingProxyType({})
-            self._stop.wait(min(self.resync_s, NOT_SERVED_RECHECK_S))
+            self._empty_until_rechecked(resource)
             return
         if self._failing.pop(resource, None) is not None:
             log.info("watch works again", extra=logs.fields({logs.RESOURCE: str(resource)}))
@@ -266,6 +264,11 @@ class WatchCache:
                 version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
                 if kind in ("ADDED", "MODIFIED", "DELETED"):
                     self._apply(resource, kind, obj)
+
+    def _empty_until_rechecked(self, resource: Resource) -> None:
+        """``resource`` synced with no objects (so it holds readiness back no longer), until it is listed again."""
+        self._objects[resource] = MappingProxyType({})
+        self._stop.wait(min(self.resync_s, NOT_SERVED_RECHECK_S))
 
     def _apply(self, resource: Resource, kind: str, obj: KubeObject) -> None:
         current = dict(self._objects.get(resource, {}))
