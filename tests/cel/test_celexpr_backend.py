@@ -8,7 +8,9 @@ from typing import cast
 import pytest
 
 from webhook.cel import Environment, Values
-from webhook.cel.celexpr.backend import _CACHED_ACTIVATIONS, CelExprBackend, CelExprExecutable
+from webhook.cel.celexpr.activations import _CACHED_ACTIVATIONS
+from webhook.cel.celexpr.backend import CelExprBackend
+from webhook.cel.celexpr.executable import CelExprExecutable
 from webhook.cel.environment import backend_named
 from webhook.errors import CostLimitExceeded
 from webhook.settings import CEL_ENGINES

@@ -24,7 +24,7 @@ from webhook.settings import CEL_ENGINES, DEFAULT_CEL_ENGINE, DEFAULT_KUBERNETES
 DEFAULT_MAX_EXPRESSION_LENGTH = 100_000
 #: Nesting of calls, indexing, parentheses, literals, conditionals and operators: cel-go's parser recursion
 #: limit, which the apiserver keeps (``expression recursion limit exceeded: 250``). cel-cpp's parser stops at 32;
-#: the cel-expr backend compiles deeper expressions with cel-python (``celexpr.backend.FallbackExecutable``).
+#: the cel-expr backend compiles deeper expressions with cel-python (``celexpr.fallback.FallbackExecutable``).
 DEFAULT_MAX_NESTING = 250
 
 

@@ -12,7 +12,7 @@ instead: ``cel.bind(<bound name>, dyn(<variable's expression>), <expression>)``,
 declaration order (a variable reads only the ones declared before it). cel-cpp evaluates a bound variable lazily,
 at its first read, and once per evaluation (its ``bindings`` extension), as the composited activation does; only
 its error text differs (the apiserver's reads ``composited variable "<name>" fails to evaluate: ...``), so an
-evaluation of the bound form that ends in an error is done again as written (``backend.CelExprExecutable``). A
+evaluation of the bound form that ends in an error is done again as written (``executable.CelExprExecutable``). A
 variable that must come from Python and is read more than once is bound to one reader call the same way, so that
 its value (a ``cluster.get`` object, say) crosses into cel-cpp once per evaluation.
 """

@@ -9,7 +9,7 @@ where it arrives, so that it is cel-go's ``optional_type(T)`` (``== optional.non
   cel-cpp as returning ``list(T)``) is written ``from_list(<call>)`` (``optional_wraps``);
 - a read of a composited variable whose value is an optional likewise (``composition.read_variables``);
 - an expression whose result is an optional is evaluated as ``to_list(<expression>)``, and the list read back as
-  an ``Optional`` (``backend.CelExprExecutable``).
+  an ``Optional`` (``executable.CelExprExecutable``).
 
 cel-cpp's ``optional.ofNonZeroValue`` takes the Unix epoch for the zero timestamp; cel-go's zero timestamp is Go's
 zero time (``0001-01-01T00:00:00Z``, ``traits.Zeroer``), so each call is written to decide timestamps itself.
@@ -29,7 +29,7 @@ from webhook.cel.frontend.tree import Node, call_arguments, identifier
 
 #: The prefix of the names the optional forms bind.
 NAME = "upgrade_gate_optional_"
-#: How the text of an optional type begins (``backend.type_text``: ``optional_type(list(string))``).
+#: How the text of an optional type begins (``messages.type_text``: ``optional_type(list(string))``).
 OPTIONAL_TYPE = "optional_type("
 _ZERO_TIME = "timestamp('0001-01-01T00:00:00Z')"
 _EPOCH = "timestamp('1970-01-01T00:00:00Z')"

@@ -7,8 +7,8 @@ validates and copies (ints must fit int64, as in cel-go), encodes library values
 values as lists of zero or one element (``optionals.py``), and datetimes (naive ones read as UTC) and timedeltas as
 ``google.protobuf.Timestamp``/``Duration`` messages, the only form its activations take. ``from_expr`` turns
 an evaluation result back (``bytearray`` to ``bytes``, ``cel.Type`` to ``TypeValue``); ``decoded`` turns messages into
-library values for ``to_python``. A ``uint`` result becomes a plain ``int`` (cel-expr-python's
-``plain_value`` does not keep the distinction).
+library values for ``to_python``, the plain, JSON-able rendering of a value. A ``uint`` result becomes a plain ``int``
+(cel-expr-python's ``plain_value`` does not keep the distinction).
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from __future__ import annotations
 import datetime
 import itertools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cel_expr_python import cel
 from google.protobuf import duration_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
+from webhook.cel import values as shared_values
 from webhook.cel.libraries.optional import Optional
 from webhook.errors import CelEvaluationError
 
@@ -205,6 +206,29 @@ def decoded(value: object, types: LibraryTypes) -> object:
     if isinstance(value, dict):
         return {decoded(key, types): decoded(item, types) for key, item in value.items()}
     return types.decode(value)
+
+
+def to_python(value: object, types: LibraryTypes) -> object:
+    """See ``webhook.cel.values.to_python``: the same plain, JSON-able rendering, library values decoded; plain
+    JSON (``plain_json``: an evaluation's result, which no one else holds) is not copied."""
+    if value is True or value is False or value is None:  # most results: nothing to walk
+        return value
+    if plain_json(value):
+        return value
+    return _json(value, types)
+
+
+def _json(value: object, types: LibraryTypes) -> object:
+    """``to_python`` in one walk: plain JSON values (``from_expr`` gives builtin types) are rebuilt as they are,
+    anything else (bytes, timestamps, library values...) rendered by ``webhook.cel.values.to_python``."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value
+    if kind is list:
+        return [_json(item, types) for item in cast(list[object], value)]
+    if kind is dict:
+        return {_json(key, types): _json(item, types) for key, item in cast(dict[object, object], value).items()}
+    return shared_values.to_python(decoded(value, types))
 
 
 def _type_name(name: str) -> str:
