@@ -1,5 +1,6 @@
 """``plan_addon`` and ``set_scalars`` without git: the add-on installVersion lifecycle cases of
-tests/data/gitops/addon-plans.yaml, and the minimal-edit rules of ``webhook.plan.yamledit``."""
+tests/data/gitops/addon-plans.yaml, the AddOnTemplate cases of tests/data/gitops/addon-template-plans.yaml, and the
+minimal-edit rules of ``webhook.plan.yamledit``."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ import pytest
 
 from tests import tables
 from webhook.errors import ManifestError
-from webhook.plan.addons import AddOnContext, plan_addon
+from webhook.plan.addons import plan_addon
+from webhook.plan.addonstate import AddOnContext
 from webhook.plan.extensions import Change
 from webhook.plan.manifests import read_addons
 from webhook.plan.yamledit import ScalarEdit, set_scalars
 from webhook.sync.views import ObjectsView, observe
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = tables.load("gitops/addon-plans.yaml")
+CASES = [*tables.load("gitops/addon-plans.yaml"), *tables.load("gitops/addon-template-plans.yaml")]
 NOW = datetime.datetime(2026, 3, 1, 12, 0, 0, tzinfo=datetime.UTC)
 
 
@@ -45,6 +47,9 @@ def test_plan(case: dict[str, Any], tmp_path: Path) -> None:
     assert [f"{m.where} from {m.from_version}" for m in plan.addon.held] == expect.get("held", [])
     if "canary" in expect:
         assert plan.addon.canary == expect["canary"]
+    if "rollout" in expect:
+        rows = [f"{r.order} | {r.what} | {r.clusters} | {r.strategy} | {r.status}" for r in plan.addon.rollout]
+        assert rows == expect["rollout"]
     for file, (old, new) in expect.get("files", {}).items():
         [written] = [f.content for f in plan.files if f.path == file]
         assert written == case["files"][file].replace(old, new)

@@ -3,7 +3,8 @@ pull-request bodies, policy verdicts, the admission requests a change makes (``u
 plain manifests make (``upgrade-gate apply``). No I/O."""
 
 from webhook.plan.actions import PROBLEMS, Action, BranchAction, Kind
-from webhook.plan.addons import (
+from webhook.plan.addons import plan_addon
+from webhook.plan.addonstate import (
     PLACEMENT_LABEL,
     SUBJECT_PREFIX,
     AddOnContext,
@@ -11,7 +12,8 @@ from webhook.plan.addons import (
     addon_subject,
     decided_clusters,
     listed_canaries,
-    plan_addon,
+    placement_entries,
+    placement_key,
 )
 from webhook.plan.apply import APPLY_OPERATIONS, Apply, ApplyRow, apply
 from webhook.plan.body import proposed_titles, render_body, render_group_body
@@ -118,6 +120,8 @@ __all__ = [
     "matching_files",
     "object_changes",
     "parse_revision",
+    "placement_entries",
+    "placement_key",
     "plan_addon",
     "plan_catalog_image",
     "plan_extension",

@@ -106,19 +106,18 @@ def _details(change: Change, verdict: str | None) -> list[str]:
 
 
 def _addon_rows(facts: AddOnFacts, verdict: str | None) -> list[str]:
-    default = f" (default {facts.default})" if facts.default else ""
+    to = facts.version if facts.template is None else f"{facts.template} ({facts.version})"
+    if facts.template is None:
+        default = f" (default {facts.default})" if facts.default else ""
+        offered = ("Supported versions", f"{', '.join(facts.supported)}{default}, from {facts.status_from}")
+    else:
+        offered = ("AddOnTemplates", f"{', '.join(facts.supported)}, from {facts.status_from}")
     rows = [
         ("Add-on", facts.addon),
-        ("Supported versions", f"{', '.join(facts.supported)}{default}, from {facts.status_from}"),
-        ("To", facts.version),
-        *(
-            (f"{m.where}{' (canary)' if m.canary else ''}", f"from {m.from_version} to {facts.version}")
-            for m in facts.moves
-        ),
-        *(
-            (f"{m.where} (held)", f"stays at {m.from_version} until the canaries have run {facts.version}")
-            for m in facts.held
-        ),
+        offered,
+        ("To", to),
+        *((f"{m.where}{' (canary)' if m.canary else ''}", f"from {m.from_version} to {to}") for m in facts.moves),
+        *((f"{m.where} (held)", f"stays at {m.from_version} until the canaries have run {to}") for m in facts.held),
         ("Canary", facts.canary),
     ]
     if facts.ready_at is not None:
@@ -126,11 +125,25 @@ def _addon_rows(facts: AddOnFacts, verdict: str | None) -> list[str]:
     if verdict is not None:
         rows.append(("Policies", verdict))
     table = ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows), ""]
+    applies = "installVersions" if facts.template is None else "AddOnTemplate references"
     note = (
-        "Merging applies the new installVersions; the addon manager then installs them. A commit by "
+        f"Merging applies the new {applies}; the addon manager then rolls them out. A commit by "
         "anyone but upgrade-gate freezes the branch: it is not rebased or updated any more."
     )
-    return [*table, note, ""]
+    return [*table, *_rollout(facts), note, ""]
+
+
+def _rollout(facts: AddOnFacts) -> list[str]:
+    """The rollout plan: each step's order, placement or cluster, clusters and groups, strategy and status."""
+    if not facts.rollout:
+        return []
+    head = ["### Rollout plan", "", "| Step | Rolls out | Clusters | Strategy | Status |", "|---|---|---|---|---|"]
+    rows = [
+        f"| {row.order} | {_cell(row.what)} | {_cell(row.clusters)} | {_cell(row.strategy)} | {_cell(row.status)} |"
+        for row in facts.rollout
+    ]
+    steps = "Step 1 runs first; step 2 follows once every canary has applied the target for the soak period."
+    return [*head, *rows, "", steps, ""]
 
 
 def _about(facts: UpgradeFacts) -> list[str]:

@@ -92,6 +92,19 @@ class AddOnUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class RolloutRow:
+    """One line of an add-on's rollout plan: its ``order`` (1 the canaries, 2 the rest, once the canaries have
+    soaked), ``what`` rolls (``placement ns/name``, ``cluster c``), its ``clusters`` (count and decision groups),
+    its ``strategy`` (the placement's ``rolloutStrategy`` in words) and ``status`` (what moves, what holds it)."""
+
+    order: int
+    what: str
+    clusters: str
+    strategy: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
 class AddOnFacts:
     """What a pull request body says about an add-on upgrade (the add-on installVersion lifecycle).
 
@@ -99,7 +112,9 @@ class AddOnFacts:
     ``status_from`` (``the cluster`` or ``the manifests' status``); ``moves`` are the installVersions the change
     edits, ``held`` those that wait for the canaries; ``canary`` says how the canary gate stands and
     ``ready_at`` (RFC 3339) when its soak ends. ``updates`` and ``objects`` (the ClusterManagementAddOn, the
-    canary PlacementDecisions and ManagedClusterAddOns) let the policy check replay the change.
+    canary PlacementDecisions and ManagedClusterAddOns) let the policy check replay the change. ``template`` is
+    the target AddOnTemplate when the change moves template references (``supported`` then lists the add-on's
+    templates as ``name (version)``), and ``rollout`` the rollout plan, canaries first.
     """
 
     addon: str
@@ -113,6 +128,8 @@ class AddOnFacts:
     ready_at: str | None
     updates: tuple[AddOnUpdate, ...]
     objects: tuple[Mapping[str, Any], ...]
+    template: str | None = None
+    rollout: tuple[RolloutRow, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from webhook.errors import ManifestError
 from webhook.manifests import iter_yaml_documents, manifest_files, read_text
+from webhook.ocm.templates import TEMPLATE_KIND
 from webhook.olm import API_VERSION, ClusterExtension, RevisionProposal
 
 REVISION_KIND = "ClusterExtensionRevision"
@@ -82,12 +83,13 @@ class AddOnManifests:
 
 @dataclass(frozen=True, slots=True)
 class AddOnDocuments:
-    """The add-ons under some patterns (sorted by name), the PlacementDecision manifests found beside them,
-    and the problems met on the way."""
+    """The add-ons under some patterns (sorted by name), the PlacementDecision and AddOnTemplate manifests found
+    beside them, and the problems met on the way."""
 
     addons: tuple[AddOnManifests, ...]
     decisions: tuple[Document, ...]
     problems: tuple[Problem, ...]
+    templates: tuple[Document, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +160,11 @@ def read_extensions(root: Path, patterns: Iterable[str]) -> tuple[list[Extension
 
 
 def read_addons(root: Path, patterns: Iterable[str]) -> AddOnDocuments:
-    """The ClusterManagementAddOns, ManagedClusterAddOns and PlacementDecisions under ``patterns``, grouped by
-    add-on (a ManagedClusterAddOn is named after its ClusterManagementAddOn, as in OCM). A manifest
-    without ``metadata.name`` (and, but for the cluster-scoped ClusterManagementAddOn, ``metadata.namespace``)
-    and a second manifest of the same object are problems."""
-    kinds = (MANAGEMENT_ADDON_KIND, MANAGED_ADDON_KIND, PLACEMENT_DECISION_KIND)
+    """The ClusterManagementAddOns, ManagedClusterAddOns, PlacementDecisions and AddOnTemplates under
+    ``patterns``, grouped by add-on (a ManagedClusterAddOn is named after its ClusterManagementAddOn, as in OCM).
+    A manifest without ``metadata.name`` (and, but for the cluster-scoped ClusterManagementAddOn and
+    AddOnTemplate, ``metadata.namespace``) and a second manifest of the same object are problems."""
+    kinds = (MANAGEMENT_ADDON_KIND, MANAGED_ADDON_KIND, PLACEMENT_DECISION_KIND, TEMPLATE_KIND)
     found = read_documents(root, matching_files(root, patterns), kinds)
     problems = list(found.problems)
     seen: dict[tuple[str, str, str], Document] = {}
@@ -170,7 +172,7 @@ def read_addons(root: Path, patterns: Iterable[str]) -> AddOnDocuments:
         metadata = doc.manifest.get("metadata")
         metadata = metadata if isinstance(metadata, Mapping) else {}
         kind, name, namespace = doc.manifest["kind"], metadata.get("name"), metadata.get("namespace")
-        namespaced = kind != MANAGEMENT_ADDON_KIND
+        namespaced = kind not in (MANAGEMENT_ADDON_KIND, TEMPLATE_KIND)
         if not isinstance(name, str) or not name or (namespaced and (not isinstance(namespace, str) or not namespace)):
             needs = "metadata.name and metadata.namespace" if namespaced else "metadata.name"
             problems.append(Problem(doc.file, doc.line, f"a {kind} needs {needs}"))
@@ -186,18 +188,20 @@ def read_addons(root: Path, patterns: Iterable[str]) -> AddOnDocuments:
             continue
         seen[key] = doc
     managed: dict[str, list[Document]] = {}
-    decisions = []
+    decisions, templates = [], []
     for (kind, _, name), doc in sorted(seen.items()):
         if kind == MANAGED_ADDON_KIND:
             managed.setdefault(name, []).append(doc)
         elif kind == PLACEMENT_DECISION_KIND:
             decisions.append(doc)
-    names = sorted({name for kind, _, name in seen if kind != PLACEMENT_DECISION_KIND})
+        elif kind == TEMPLATE_KIND:
+            templates.append(doc)
+    names = sorted({name for kind, _, name in seen if kind in (MANAGEMENT_ADDON_KIND, MANAGED_ADDON_KIND)})
     addons = tuple(
         AddOnManifests(name, seen.get((MANAGEMENT_ADDON_KIND, "", name)), tuple(managed.get(name, ())))
         for name in names
     )
-    return AddOnDocuments(addons, tuple(decisions), tuple(problems))
+    return AddOnDocuments(addons, tuple(decisions), tuple(problems), tuple(templates))
 
 
 _LISTS = {MANAGED_ADDON_KIND: "conditions", PLACEMENT_DECISION_KIND: "decisions"}

@@ -43,6 +43,8 @@ OLM_GROUP, OLM_VERSION = "olm.operatorframework.io", "v1"
 ADDON_GROUP, ADDON_VERSION = "addon.open-cluster-management.io", "v1alpha1"
 PLACEMENT_GROUP, PLACEMENT_VERSION = "cluster.open-cluster-management.io", "v1beta1"
 PLACEMENT_LABEL = "cluster.open-cluster-management.io/placement"
+WORK_GROUP, WORK_VERSION = "work.open-cluster-management.io", "v1"
+ADDON_LABEL = "open-cluster-management.io/addon-name"
 
 log = logging.getLogger(__name__)
 
@@ -156,11 +158,37 @@ class Cluster:
             label_selector=f"{PLACEMENT_LABEL}={placement}",
             missing_ok=True,
         )
-        items = [
-            {"apiVersion": f"{PLACEMENT_GROUP}/{PLACEMENT_VERSION}", "kind": "PlacementDecision", **item}
-            for item in (answer or {}).get("items") or []
-        ]
-        return sorted(items, key=lambda item: str((item.get("metadata") or {}).get("name")))
+        return _items(answer, f"{PLACEMENT_GROUP}/{PLACEMENT_VERSION}", "PlacementDecision")
+
+    def manifest_works(self, namespace: str, addon: str) -> list[dict[str, Any]]:
+        """The ManifestWorks in cluster namespace ``namespace`` labelled ``open-cluster-management.io/addon-name=
+        <addon>``, sorted by name, each with its ``apiVersion`` and ``kind``; empty when none."""
+        answer = _call(
+            f"list manifestworks of add-on {addon} in {namespace}",
+            client.CustomObjectsApi(self._api).list_namespaced_custom_object,
+            WORK_GROUP,
+            WORK_VERSION,
+            namespace,
+            "manifestworks",
+            label_selector=f"{ADDON_LABEL}={addon}",
+            missing_ok=True,
+        )
+        return _items(answer, f"{WORK_GROUP}/{WORK_VERSION}", "ManifestWork")
+
+    def addon_templates(self, addon: str) -> list[dict[str, Any]]:
+        """The AddOnTemplates (cluster-scoped) whose ``spec.addonName`` is ``addon``, sorted by name, each with its
+        ``apiVersion`` and ``kind``; empty when none. The API has no field selector for ``spec.addonName``: every
+        template is listed and filtered here."""
+        answer = _call(
+            "list addontemplates",
+            client.CustomObjectsApi(self._api).list_cluster_custom_object,
+            ADDON_GROUP,
+            ADDON_VERSION,
+            "addontemplates",
+            missing_ok=True,
+        )
+        found = _items(answer, f"{ADDON_GROUP}/{ADDON_VERSION}", "AddOnTemplate")
+        return [item for item in found if (item.get("spec") or {}).get("addonName") == addon]
 
     # What ``upgrade-gate doctor`` reads (``webhook.controller.doctor``): plain JSON dicts, as the API serves them.
     # Plain GETs through the ApiClient (its authentication and TLS), not the generated API classes: importing those
@@ -411,6 +439,13 @@ class LeaseElector:
         else:
             self._leader.clear()
         return won
+
+
+def _items(answer: Mapping[str, Any] | None, api_version: str, kind: str) -> list[dict[str, Any]]:
+    """The items of a list answer (``None``: the kind is not served), each with ``apiVersion`` and ``kind``, sorted
+    by name."""
+    items = [{"apiVersion": api_version, "kind": kind, **item} for item in (answer or {}).get("items") or []]
+    return sorted(items, key=lambda item: str((item.get("metadata") or {}).get("name")))
 
 
 def _object(what: str, function: Callable[..., Any], *args: Any) -> dict[str, Any] | None:

@@ -1,0 +1,304 @@
+"""The pure core of add-on proposals on an upstream Open Cluster Management hub: AddOnTemplate reference bumps,
+canary placement first, with the rollout plan. No I/O.
+
+An upstream hub carries an add-on's version in the AddOnTemplate its ClusterManagementAddOn references
+(``webhook.ocm.templates``). For one add-on whose manifests in Git reference AddOnTemplates, ``plan_template_bump``
+decides:
+
+* **target**: the add-on's AddOnTemplate (``spec.addonName``) with the highest version, among those the cluster
+  serves (``installed: cluster``) or, offline, the repository holds. A template without a version is never one.
+* **what moves**: every template reference whose template has a lower version: a placement's ``configs[]``
+  entry, the ``spec.supportedConfigs[].defaultConfig`` of AddOnTemplates (which every placement and cluster
+  without a template of its own runs), and a ManagedClusterAddOn's ``spec.configs[]`` entry. Only the
+  reference's ``name`` is edited; a reference to an unversioned template, or at or past the target, is left to
+  its owner (a rollback needs an acknowledgement).
+* **canary first**: when the add-on lists a configured canary placement, that placement and the clusters it
+  decides move at once; everything else moves once ``webhook.ocm.hub_canary_gate`` opens for the target (the
+  canary placement names it, its install progression has not failed, every canary cluster has applied it with
+  its ManifestWorks healthy for the soak), else it is **held** with the gate's message. A canary placement
+  without a template reference of its own runs the default config and could never go first: the add-on is held,
+  saying so.
+
+The change carries the rollout plan (``RolloutRow``): the canary placement first, then every other placement
+in spec order and the clusters with configs of their own, each with its decision groups, its
+``rolloutStrategy`` and what moves or holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from webhook.conditions import format_duration, format_time
+from webhook.errors import InputError, ManifestError
+from webhook.ocm import CanaryVerdict, VersionChange, classify, hub_canary_gate
+from webhook.ocm.hub import TEMPLATES
+from webhook.ocm.lifecycle import VERSION_LABEL
+from webhook.ocm.rolloutplan import placement_step
+from webhook.ocm.templates import addon_templates, is_template_ref, template_version, version_key
+from webhook.plan.actions import Action, Kind
+from webhook.plan.addonstate import (
+    PLACEMENTS,
+    AddOnContext,
+    AddOnFieldError,
+    AddOnState,
+    Pin,
+    addon_subject,
+    edits,
+    listed_canaries,
+    placement_entries,
+    placement_key,
+    typed,
+    updates,
+)
+from webhook.plan.extensions import AddOnFacts, AddOnMove, Change, FileChange, Outcome, Planned, RolloutRow, branch_name
+from webhook.plan.manifests import AddOnManifests, Document
+from webhook.plan.yamledit import Path, set_scalars
+
+DEFAULT_CONFIG = "default config"
+"""Where a ``spec.supportedConfigs[].defaultConfig`` reference is, in sentences and the rollout plan."""
+_SUPPORTED: Path = ("spec", "supportedConfigs")
+
+
+def plan_template_bump(
+    addon: AddOnManifests, texts: Mapping[str, str], state: AddOnState, context: AddOnContext
+) -> Planned | None:
+    """The next AddOnTemplate step for one add-on (module docstring); ``None`` when its manifests reference no
+    AddOnTemplate. ``texts`` holds the text of every file in ``addon.files``.
+
+    Returns a ``Change`` (kind ``addon-version``, branch ``<prefix>addon/<name>``) or an ``Outcome``:
+    ``unchanged`` (no versioned template, every reference at or past the target), ``held`` (only references
+    that wait for the canaries; ``ready_at`` when the soak ends), ``invalid`` (a manifest field of the wrong
+    shape, with ``file:line``; a canary status that cannot be read), ``unresolved`` (a canary placement but no
+    ClusterManagementAddOn to read its progress from).
+    """
+    subject = addon_subject(addon.name)
+    known = addon_templates(state.templates, addon.name)
+    try:
+        pins = _references(addon, known)
+    except AddOnFieldError as error:
+        return error.outcome(subject, texts)
+    if not pins:
+        return None
+    if not known:
+        reason = (
+            f"no AddOnTemplate of add-on {addon.name} in {state.status_from} carries a version (the label "
+            f"{VERSION_LABEL}, or a -v<version> name suffix)"
+        )
+        return Outcome(subject, Action.UNCHANGED, reason)
+    target = max(known, key=lambda name: (version_key(known[name]), name))
+    behind = [pin for pin in pins if pin.version and classify(pin.version, known[target]) is VersionChange.UPGRADING]
+    if not behind:
+        reason = f"every AddOnTemplate reference is at or past {target} ({known[target]}), the newest"
+        return Outcome(subject, Action.UNCHANGED, reason)
+    return _stage(addon, texts, state, context, pins=pins, behind=behind, target=target, known=known)
+
+
+def _stage(
+    addon: AddOnManifests,
+    texts: Mapping[str, str],
+    state: AddOnState,
+    context: AddOnContext,
+    *,
+    pins: Sequence[Pin],
+    behind: Sequence[Pin],
+    target: str,
+    known: Mapping[str, str],
+) -> Planned:
+    """The canary stage: canaries (and, once the gate opens, the others) move; the rest are held."""
+    subject, version = addon_subject(addon.name), known[target]
+    canaries = listed_canaries(addon, state.management, context.canary_placements)
+    if canaries and not any(pin.placement == canaries[0] for pin in pins):
+        reason = (
+            f"the canary placement {canaries[0]} names no AddOnTemplate of its own (it runs the default config), so "
+            f"it cannot run {target} first: name the add-on's template in its configs"
+        )
+        return Outcome(subject, Action.HELD, reason)
+    verdict = None
+    if canaries:
+        if state.management is None:
+            reason = (
+                f"ClusterManagementAddOn {addon.name} is not in {state.status_from}: its canaries' progress is unknown"
+            )
+            return Outcome(subject, Action.UNRESOLVED, reason, addon.files[0])
+        try:
+            verdict = _gate(state, canaries[0], target, context)
+        except InputError as error:
+            return Outcome(subject, Action.INVALID, f"the canaries in {state.status_from}: {error}")
+    clusters = set(state.canary_clusters)
+    canary = {id(pin) for pin in behind if pin.placement in canaries or pin.cluster in clusters}
+    free = verdict is None or verdict.allowed
+    moving = [pin for pin in behind if free or id(pin) in canary]
+    held = [pin for pin in behind if not (free or id(pin) in canary)]
+    waits = ""
+    if verdict is not None:
+        verb = "waits" if len(held) == 1 else "wait"
+        waits = f"{', '.join(p.where for p in held)} {verb} for the canary placement {canaries[0]}: {verdict.message}"
+    ready_at = format_time(verdict.ready_at) if verdict is not None and verdict.ready_at else None
+    if not moving:
+        return Outcome(subject, Action.HELD, waits, ready_at=ready_at)
+    files: dict[str, str] = {}
+    for file, found in edits(moving, target).items():
+        try:
+            files[file] = set_scalars(texts[file], file, found)
+        except ManifestError as error:
+            return Outcome(subject, Action.INVALID, str(error), file)
+    moves = tuple(AddOnMove(p.where, p.doc.file, _named(p), id(p) in canary) for p in moving)
+    soaked = f"the others once every canary has applied it for {format_duration(context.soak)}"
+    gate = f"placement {canaries[0]} first, {soaked}; now: {verdict.message}" if verdict else _ungated(context)
+    facts = AddOnFacts(
+        addon=addon.name,
+        version=version,
+        supported=tuple(f"{name} ({known[name]})" for name in sorted(known, key=lambda n: version_key(known[n]))),
+        default=None,
+        status_from=state.status_from,
+        moves=moves,
+        held=tuple(AddOnMove(p.where, p.doc.file, _named(p), False) for p in held),
+        canary=gate,
+        ready_at=ready_at,
+        updates=updates(addon, state, moving, target),
+        objects=(
+            *(o for o in (state.management, *state.decisions, *state.canaries) if o is not None),
+            *(work for works in state.works.values() for work in works),
+            *state.templates,
+        ),
+        template=target,
+        rollout=_rollout(addon, state, canaries, (moving, held, pins), target, verdict=verdict),
+    )
+    sentence = "; ".join(
+        [
+            f"{target} ({version}) is the add-on's newest AddOnTemplate in {state.status_from}",
+            "moves " + ", ".join(f"{m.where}{' (canary)' if m.canary else ''} from {m.from_version}" for m in moves),
+            *([waits] if held else []),
+        ]
+    )
+    stage = " on its canaries" if all(m.canary for m in moves) else ""
+    return Change(
+        subject=subject,
+        kind=Kind.ADDON_VERSION,
+        branch=branch_name(context.branch_prefix, subject),
+        title=f"Upgrade add-on {addon.name} to {version} ({target}){stage}",
+        files=tuple(FileChange(path, text) for path, text in sorted(files.items())),
+        from_version=", ".join(sorted({m.version for m in moving}, key=version_key)),
+        to_version=version,
+        reason=sentence + ".",
+        addon=facts,
+    )
+
+
+def _gate(state: AddOnState, placement: str, target: str, context: AddOnContext) -> CanaryVerdict:
+    """``hub_canary_gate`` for the target template on ``placement``, over the canary clusters' add-ons and works."""
+    assert state.management is not None
+    wanted = [{"group": TEMPLATES[0], "resource": TEMPLATES[1], "name": target}]
+    canaries = [(mca, state.works.get(str(mca["metadata"]["namespace"]), ())) for mca in state.canaries]
+    return hub_canary_gate(wanted, canaries, state.management, placement, soak=context.soak, now=context.now)
+
+
+def _ungated(context: AddOnContext) -> str:
+    if not context.canary_placements:
+        return "no canary placement is configured: not gated"
+    return f"the add-on lists no canary placement ({', '.join(context.canary_placements)}): not gated"
+
+
+def _named(pin: Pin) -> str:
+    return f"{pin.value} ({pin.version or 'no version'})"
+
+
+def _references(addon: AddOnManifests, known: Mapping[str, str]) -> list[Pin]:
+    """Every AddOnTemplate reference of the add-on's manifests (``version`` empty when its template has none):
+    placements in spec order, the default config, then clusters. Raises ``AddOnFieldError`` for a field of the
+    wrong shape."""
+    pins: list[Pin] = []
+    if addon.management is not None:
+        doc = addon.management
+        for index, entry in enumerate(typed(doc, PLACEMENTS, list) or ()):
+            path = (*PLACEMENTS, index)
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry["name"]:
+                raise AddOnFieldError(doc, path, "must be a mapping with a name")
+            key = placement_key(entry)
+            pins += _listed(doc, (*path, "configs"), known, f"placement {key}", placement=key)
+        for index, supported in enumerate(typed(doc, _SUPPORTED, list) or ()):
+            config = supported.get("defaultConfig") if isinstance(supported, Mapping) else None
+            if isinstance(config, Mapping) and is_template_ref({**supported, **config}):
+                pins += _pin(doc, (*_SUPPORTED, index, "defaultConfig", "name"), config["name"], known, DEFAULT_CONFIG)
+    for doc in addon.managed:
+        cluster = doc.manifest["metadata"]["namespace"]
+        pins += _listed(doc, ("spec", "configs"), known, f"cluster {cluster}", cluster=cluster)
+    return pins
+
+
+def _listed(
+    doc: Document,
+    path: Path,
+    known: Mapping[str, str],
+    where: str,
+    *,
+    placement: str | None = None,
+    cluster: str | None = None,
+) -> list[Pin]:
+    """The template references of the ``configs`` list at ``path``."""
+    pins = []
+    for index, config in enumerate(typed(doc, path, list) or ()):
+        if is_template_ref(config):
+            pins += _pin(
+                doc, (*path, index, "name"), config["name"], known, where, placement=placement, cluster=cluster
+            )
+    return pins
+
+
+def _pin(
+    doc: Document,
+    path: Path,
+    name: str,
+    known: Mapping[str, str],
+    where: str,
+    *,
+    placement: str | None = None,
+    cluster: str | None = None,
+) -> list[Pin]:
+    version = known.get(name) or template_version(name) or ""
+    return [Pin(where, doc, path, name, version, placement, cluster)]
+
+
+def _rollout(
+    addon: AddOnManifests,
+    state: AddOnState,
+    canaries: Sequence[str],
+    split: tuple[Sequence[Pin], Sequence[Pin], Sequence[Pin]],
+    target: str,
+    *,
+    verdict: CanaryVerdict | None,
+) -> tuple[RolloutRow, ...]:
+    """The rollout plan: the canary placement, the other placements in spec order, then clusters' own configs.
+    ``split`` is (moving, held, every pin)."""
+    moving, held, pins = split
+
+    def status(mine: Sequence[Pin]) -> str:
+        if any(pin in moving for pin in mine):
+            return f"moves to {target} in this pull request"
+        if any(pin in held for pin in mine) and verdict is not None:
+            return f"held by the canary gate: {verdict.message}"
+        return f"runs {mine[0].value}" if mine else "names no versioned AddOnTemplate"
+
+    entries = sorted(placement_entries(addon, state.management), key=lambda e: placement_key(e) not in canaries)
+    default = [pin for pin in pins if pin.where == DEFAULT_CONFIG]
+    rows = []
+    for entry in entries:
+        key = placement_key(entry)
+        step = placement_step(entry, state.placements.get(key, ()))
+        own = [pin for pin in pins if pin.placement == key]
+        groups = ", ".join(map(str, step.groups))
+        rows.append(
+            RolloutRow(
+                1 if key in canaries else 2,
+                f"placement {key}" + (" (canary)" if key in canaries else ""),
+                f"{len(step.clusters)}" + (f": {groups}" if len(step.groups) > 1 else ""),
+                step.strategy,
+                status(own) if own else f"takes the default config: {status(default)}",
+            )
+        )
+    clusters = set(state.canary_clusters)
+    for pin in pins:
+        if pin.cluster is not None:
+            order = 1 if pin.cluster in clusters else 2
+            rows.append(RolloutRow(order, f"cluster {pin.cluster} (its own configs)", "1", "-", status([pin])))
+    return tuple(sorted(rows, key=lambda row: row.order))
