@@ -179,7 +179,7 @@ def test_after_the_canary_soaked_the_others_are_proposed_and_the_policies_agree(
     title, body = pull_body(hub)
     assert title == "Upgrade add-on helloworld to v2 (hello-v2)"
     assert (
-        "| 1 | placement default/canary-placement (canary) | 1 | All: every cluster at once | runs hello-v2 |" in body
+        "| 1 | placement default/canary-placement (canary) | 1 | All: every cluster at once | at hello-v2 |" in body
     )
     assert f"| Policies | would admit applying it today when applied by {ARGOCD} |" in body
     assert hub.show(BRANCH, CMA) == MANIFEST.replace(REF % "hello-v1", REF % "hello-v2")

@@ -41,6 +41,7 @@ from webhook.ocm import (
     parse_addon_version,
 )
 from webhook.plan.actions import Action, Kind
+from webhook.plan.addonrollout import Staged, rollout_rows
 from webhook.plan.addonstate import (
     PLACEMENTS,
     AddOnContext,
@@ -96,7 +97,7 @@ def plan_addon(addon: AddOnManifests, texts: Mapping[str, str], state: AddOnStat
         return Outcome(
             subject, Action.UNCHANGED, f"every pinned installVersion is at or past {target}, the newest supported"
         )
-    return _stage(addon, texts, state, context, versions=versions, target=target, behind=behind)
+    return _stage(addon, texts, state, context, versions=versions, target=target, pins=(pins, behind))
 
 
 def _stage(
@@ -107,9 +108,11 @@ def _stage(
     *,
     versions: AddOnVersions,
     target: str,
-    behind: Sequence[Pin],
+    pins: tuple[Sequence[Pin], Sequence[Pin]],
 ) -> Planned:
-    """The canary stage: canaries (and, once the gate allows, the others) move; the rest are held."""
+    """The canary stage: canaries (and, once the gate allows, the others) move; the rest are held. ``pins`` are
+    (every pin, those behind the target)."""
+    every, behind = pins
     subject = addon_subject(addon.name)
     canaries = listed_canaries(addon, state.management, context.canary_placements)
     clusters = set(state.canary_clusters)
@@ -158,6 +161,12 @@ def _stage(
         ready_at=ready_at,
         updates=updates(addon, state, moving, target),
         objects=tuple(o for o in (state.management, *state.decisions, *state.canaries) if o is not None),
+        rollout=rollout_rows(
+            addon,
+            state,
+            Staged(every, moving, held, canaries, verdict, target),
+            unpinned="follows the defaultVersion (the addon manager moves it)",
+        ),
     )
     stage = " on its canaries" if all(m.canary for m in moves) else ""
     return Change(

@@ -33,9 +33,9 @@ from webhook.errors import InputError, ManifestError
 from webhook.ocm import CanaryVerdict, VersionChange, classify, hub_canary_gate
 from webhook.ocm.hub import TEMPLATES
 from webhook.ocm.lifecycle import VERSION_LABEL
-from webhook.ocm.rolloutplan import placement_step
 from webhook.ocm.templates import addon_templates, is_template_ref, template_version, version_key
 from webhook.plan.actions import Action, Kind
+from webhook.plan.addonrollout import Staged, rollout_rows
 from webhook.plan.addonstate import (
     PLACEMENTS,
     AddOnContext,
@@ -45,12 +45,11 @@ from webhook.plan.addonstate import (
     addon_subject,
     edits,
     listed_canaries,
-    placement_entries,
     placement_key,
     typed,
     updates,
 )
-from webhook.plan.extensions import AddOnFacts, AddOnMove, Change, FileChange, Outcome, Planned, RolloutRow, branch_name
+from webhook.plan.extensions import AddOnFacts, AddOnMove, Change, FileChange, Outcome, Planned, branch_name
 from webhook.plan.manifests import AddOnManifests, Document
 from webhook.plan.yamledit import Path, set_scalars
 
@@ -162,7 +161,12 @@ def _stage(
             *state.templates,
         ),
         template=target,
-        rollout=_rollout(addon, state, canaries, (moving, held, pins), target, verdict=verdict),
+        rollout=rollout_rows(
+            addon,
+            state,
+            Staged(pins, moving, held, canaries, verdict, target),
+            unpinned=[pin for pin in pins if pin.where == DEFAULT_CONFIG] or "names no versioned AddOnTemplate",
+        ),
     )
     sentence = "; ".join(
         [
@@ -257,48 +261,3 @@ def _pin(
 ) -> list[Pin]:
     version = known.get(name) or template_version(name) or ""
     return [Pin(where, doc, path, name, version, placement, cluster)]
-
-
-def _rollout(
-    addon: AddOnManifests,
-    state: AddOnState,
-    canaries: Sequence[str],
-    split: tuple[Sequence[Pin], Sequence[Pin], Sequence[Pin]],
-    target: str,
-    *,
-    verdict: CanaryVerdict | None,
-) -> tuple[RolloutRow, ...]:
-    """The rollout plan: the canary placement, the other placements in spec order, then clusters' own configs.
-    ``split`` is (moving, held, every pin)."""
-    moving, held, pins = split
-
-    def status(mine: Sequence[Pin]) -> str:
-        if any(pin in moving for pin in mine):
-            return f"moves to {target} in this pull request"
-        if any(pin in held for pin in mine) and verdict is not None:
-            return f"held by the canary gate: {verdict.message}"
-        return f"runs {mine[0].value}" if mine else "names no versioned AddOnTemplate"
-
-    entries = sorted(placement_entries(addon, state.management), key=lambda e: placement_key(e) not in canaries)
-    default = [pin for pin in pins if pin.where == DEFAULT_CONFIG]
-    rows = []
-    for entry in entries:
-        key = placement_key(entry)
-        step = placement_step(entry, state.placements.get(key, ()))
-        own = [pin for pin in pins if pin.placement == key]
-        groups = ", ".join(map(str, step.groups))
-        rows.append(
-            RolloutRow(
-                1 if key in canaries else 2,
-                f"placement {key}" + (" (canary)" if key in canaries else ""),
-                f"{len(step.clusters)}" + (f": {groups}" if len(step.groups) > 1 else ""),
-                step.strategy,
-                status(own) if own else f"takes the default config: {status(default)}",
-            )
-        )
-    clusters = set(state.canary_clusters)
-    for pin in pins:
-        if pin.cluster is not None:
-            order = 1 if pin.cluster in clusters else 2
-            rows.append(RolloutRow(order, f"cluster {pin.cluster} (its own configs)", "1", "-", status([pin])))
-    return tuple(sorted(rows, key=lambda row: row.order))
