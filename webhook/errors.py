@@ -23,6 +23,9 @@
     │   └── MutationError            a mutation could not be applied
     ├── FetchError                   a catalogd URL could not be fetched: CLI exit 1
     ├── GitError                     a git command or a forge call failed
+    │   └── ForgeUnavailable         the forge did not answer, answered 5xx or rate limited (also Unavailable)
+    ├── Unavailable                  a service the command needs (the forge, the cluster) was unavailable; retry:
+    │                                CLI exit 3
     └── ClusterError                 the Kubernetes API could not be reached or refused
         ├── Expired                  a watch's resourceVersion is too old (HTTP 410): relist
         ├── NotServed                the API server does not serve the kind (HTTP 404)
@@ -39,7 +42,8 @@ each caught a few lines from where it is raised and turned into an answer there:
 a ``CelEvaluationError``).
 
 Front ends map the tree to outcomes: an ``InputError`` is the caller's fault (exit 2, HTTP 400),
-a ``ResolutionError`` is a negative answer (exit 1), anything else is an operational failure.
+a ``ResolutionError`` is a negative answer (exit 1), an ``Unavailable`` is neither (exit 3: the same command may
+succeed once the service is back), anything else is an operational failure.
 Messages are deterministic (sorted names, no addresses, no timestamps) so tests assert whole strings.
 """
 
@@ -140,6 +144,17 @@ class MutationError(AdmissionPolicyError):
 
 class GitError(UpgradeGateError):
     """A git command or a Git forge API call failed."""
+
+
+class Unavailable(UpgradeGateError):
+    """A service the command needs (the forge, the cluster) was unavailable: it did not answer (connection
+    refused, timed out), failed (HTTP 5xx) or refused for a rate limit. Neither a negative result nor bad input:
+    retry later (CLI exit 3). The message names the service and the call."""
+
+
+class ForgeUnavailable(GitError, Unavailable):
+    """A forge call got no answer, an HTTP 5xx, or a rate-limit refusal (GitHub 403/429 with its rate-limit
+    headers, GitLab 429): ``<forge>: <METHOD> <path>: <problem>``. Also a ``GitError``, as every forge failure."""
 
 
 class ClusterError(UpgradeGateError):

@@ -1,5 +1,5 @@
 """The one CLI convention (docs/cli.md, "Conventions"), across commands: ``-o`` and ``--output-file``, ``--now``,
-one ``upgrade-gate: ...`` line per error, exit 2 for bad input."""
+one ``upgrade-gate: ...`` line per error, exit 2 for bad input, 3 for a service that was unavailable."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import click
 import pytest
 import xmlschema
 from click.testing import CliRunner
 
 from webhook.cli import main
+from webhook.cli.common import handle_errors
+from webhook.errors import ForgeUnavailable, GitError, InputError, ResolutionError, UpgradeGateError
 
 ROOT = Path(__file__).resolve().parents[2]
 JUNIT_XSD = ROOT / "tests" / "data" / "junit" / "junit-10.xsd"
@@ -95,3 +98,27 @@ def test_a_multi_line_error_is_one_line_with_a_count(tmp_path: Path) -> None:
     code, out, err = _run("apply", "-f", str(ROOT / "policies" / "settings.yaml"), "--policies", str(broken))
     assert (code, out, err.count("\n")) == (2, "", 1)
     assert err.startswith("upgrade-gate: the policy set does not load (") and err.endswith(" (and 1 more)\n")
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        pytest.param(ForgeUnavailable("github: GET /repos/o/r/pulls: HTTP 503"), 3, id="an unavailable forge"),
+        pytest.param(InputError("--repo /: not a git repository"), 2, id="bad input"),
+        pytest.param(GitError("git push: refusing to push"), 1, id="another git or forge failure"),
+        pytest.param(ResolutionError("no bundles found for package"), 1, id="a negative result"),
+    ],
+)
+def test_the_error_tree_maps_to_the_documented_exit_codes(error: UpgradeGateError, code: int) -> None:
+    @click.command()
+    @handle_errors
+    def command() -> None:
+        raise error
+
+    result = CliRunner().invoke(command, [])
+    assert (result.exit_code, result.stdout, result.stderr) == (code, "", f"upgrade-gate: {error}\n")
+
+
+def test_review_help_documents_exit_3() -> None:
+    help_text = " ".join(_run("review", "--help")[1].split())
+    assert "3 the forge was unavailable (no answer, HTTP 5xx, rate limited): retry." in help_text

@@ -65,10 +65,10 @@ def test_an_invalid_config_exits_2_with_one_line(world: World) -> None:
     assert (code, err) == (2, "upgrade-gate: upgrade-gate.yaml: baseBranch: must be a non-empty string\n")
 
 
-def test_an_unreachable_forge_exits_1_with_one_line(world: World) -> None:
+def test_an_unavailable_forge_exits_3_with_one_line(world: World) -> None:
     world.github.fail_with = 502
     code, _, err = run(world, "--once")
-    assert code == 1
+    assert code == 3
     assert err.startswith("upgrade-gate: github: GET /repos/example-org/clusters/pulls: HTTP 502")
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests import tables
-from webhook.errors import GitError
+from webhook.errors import GitError, InputError
 from webhook.io.forges.fake import FakeForge, FakeGitHub, FakeGitLab
 from webhook.io.forges.github import GitHub
 from webhook.io.forges.gitlab import GitLab
@@ -62,7 +62,7 @@ def test_github_team_membership_is_an_active_membership(github: FakeGitHub) -> N
 
 
 def test_github_an_unknown_pull_request_is_one_error(github: FakeGitHub) -> None:
-    with pytest.raises(GitError, match=r"^github: GET /repos/example-org/clusters/pulls/7: HTTP 404 "):
+    with pytest.raises(InputError, match=r"^github: no pull request #7 in example-org/clusters \(HTTP 404: "):
         _client(github).pull_request(7)
 
 
@@ -154,7 +154,7 @@ def test_the_loopback_server_answers_as_the_transport_does(fake: type[FakeForge]
         client = make(forge.url, forge.repository, "token")  # the real urllib transport
         pull = client.create_pull_request("upgrade-gate/a", "main", "Upgrade a", "", labels=("x",), reviewers=())
         assert client.pull_request(pull.number) == pull
-        with pytest.raises(GitError, match=f"^{make.name}: GET .*/{pull.number + 1}: HTTP 404 "):
+        with pytest.raises(InputError, match=f"^{make.name}: no .*{pull.number + 1} in example-org/clusters .HTTP 404"):
             client.pull_request(pull.number + 1)
 
 

@@ -424,7 +424,10 @@ def test_junit_output_validates_against_the_junit_schema(world: World, tmp_path:
             id="--as with a pull request",
         ),
         pytest.param(
-            ("--pull", "7"), "github: GET /repos/example-org/clusters/pulls/7: HTTP 404", id="an unknown pull request"
+            ("--pull", "7"),
+            "github: no pull request #7 in example-org/clusters (HTTP 404: it does not exist, or the token cannot "
+            "read it)",
+            id="an unknown pull request",
         ),
         pytest.param(
             ("--base", "origin/main", "--head", "HEAD", "--now", "soon"),
@@ -441,22 +444,29 @@ def test_bad_input_is_one_line_and_exit_2(world: World, args: tuple[str, ...], e
     assert err.count("\n") == 1
 
 
-def test_an_unreachable_forge_is_one_line_and_exit_2(world: World) -> None:
+def test_an_unavailable_forge_is_one_line_and_exit_3(world: World) -> None:
     gate(world)
     number = approve(world)
     world.github.fail_with = 503
-    assert review(world, "--pull", str(number))[::2] == (
-        2,
+    assert review(world, "--pull", str(number)) == (
+        3,
+        "",
         'upgrade-gate: github: GET /repos/example-org/clusters/pulls/1: HTTP 503 {"message": "Service Unavailable"}\n',
     )
-    url = world.github.url
+    world.github.rate_limit(only="/reviews$")  # the pull request is read, its reviews are refused
+    assert review(world, "--pull", str(number)) == (
+        3,
+        "",
+        "upgrade-gate: github: GET /repos/example-org/clusters/pulls/1/reviews: rate limited (HTTP 403, the limit "
+        "resets at 2026-03-01T13:00:00Z)\n",
+    )
     world.github.__exit__(None, None, None)
-    code, _, err = review(world, "--pull", str(number))
-    assert code == 2
+    code, out, err = review(world, "--pull", str(number))
+    assert (code, out) == (3, "")
     assert err.startswith(
         "upgrade-gate: github: GET /repos/example-org/clusters/pulls/1: [Errno 111] Connection refused"
     )
-    assert url
+    assert err.count("\n") == 1
 
 
 def test_a_config_without_policy_check_and_policies_that_do_not_load_are_exit_2(world: World) -> None:

@@ -2,7 +2,7 @@
 docs/cli.md "Conventions").
 
 Exit codes, for every command: 0 success, 1 a negative result (denied, unresolvable, failing test case),
-2 bad input (one line on stderr, never a traceback).
+2 bad input (one line on stderr, never a traceback), 3 a service the command needs was unavailable (retry).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """What every command shares: the CLI convention (docs/cli.md, "Conventions").
 
 Errors become one ``upgrade-gate: <what is wrong>`` line on stderr and an exit code (0 success, 1 a negative
-result, 2 bad input); ``output_options`` gives every command with results ``-o/--output`` and ``--output-file``;
-``now_option`` gives ``--now RFC3339``; ``table`` and ``junit_suite`` render results the same way everywhere.
+result, 2 bad input, 3 a service the command needs was unavailable: retry); ``output_options`` gives every command
+with results ``-o/--output`` and ``--output-file``; ``now_option`` gives ``--now RFC3339``; ``table`` and
+``junit_suite`` render results the same way everywhere.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
-from webhook.errors import InputError, UpgradeGateError
+from webhook.errors import InputError, Unavailable, UpgradeGateError
 from webhook.settings import (
     CEL_ENGINES,
     DEFAULT_CEL_ENGINE,
@@ -35,6 +36,7 @@ R = TypeVar("R")
 
 EXIT_NEGATIVE = 1
 EXIT_BAD_INPUT = 2
+EXIT_UNAVAILABLE = 3
 
 
 def cel_engine_option(default: str | None = DEFAULT_CEL_ENGINE) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -95,17 +97,24 @@ def one_line(message: str) -> str:
     return f"{lines[0]} {lines[1]} (and {len(lines) - 2} more)"
 
 
+def exit_code(error: UpgradeGateError, otherwise: int = EXIT_NEGATIVE) -> int:
+    """The exit code of ``error`` (``webhook.errors``): ``Unavailable`` 3, ``InputError`` 2, any other
+    ``otherwise`` (1: an operational failure; a command that cannot have run at all says 2)."""
+    if isinstance(error, Unavailable):
+        return EXIT_UNAVAILABLE
+    return EXIT_BAD_INPUT if isinstance(error, InputError) else otherwise
+
+
 def handle_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Map the error tree to exit codes: ``InputError`` 2, any other ``UpgradeGateError`` 1."""
+    """Map the error tree to exit codes (``exit_code``): ``Unavailable`` 3, ``InputError`` 2, any other
+    ``UpgradeGateError`` 1."""
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except InputError as error:
-            fail(str(error), EXIT_BAD_INPUT)
         except UpgradeGateError as error:
-            fail(str(error), EXIT_NEGATIVE)
+            fail(str(error), exit_code(error))
 
     return wrapper
 

@@ -27,6 +27,7 @@ from webhook.cli.common import (
     Case,
     Output,
     cel_engine_option,
+    exit_code,
     fail,
     junit_suite,
     kubernetes_version_option,
@@ -118,8 +119,8 @@ def review(
     --comment: write access to pull requests). GITHUB_STEP_SUMMARY, when set, gets the review as Markdown.
     \b
     Exit codes: 0 every request admitted; 1 a request denied, a changed manifest invalid, a policy test failing;
-    2 the review could not run (unknown ref, forge unreachable, invalid upgrade-gate.yaml, policies that do not
-    load).
+    2 the review could not run (unknown ref, no such pull request, invalid upgrade-gate.yaml, policies that do
+    not load); 3 the forge was unavailable (no answer, HTTP 5xx, rate limited): retry.
     """
     if (pull is None) == (base is None or head is None) or (pull is not None and (base or head)):
         fail("give --base REF and --head REF, or --pull N", EXIT_BAD_INPUT)
@@ -140,8 +141,8 @@ def review(
     )
     try:
         report = run_review(options)
-    except UpgradeGateError as error:  # nothing reviewed: bad input, or a pull request the forge does not show
-        fail(str(error), EXIT_BAD_INPUT)
+    except UpgradeGateError as error:  # nothing reviewed: bad input (2, as any other failure here) or an outage (3)
+        fail(str(error), exit_code(error, EXIT_BAD_INPUT))
     links = ci_links(os.environ)
     report = replace(report, blob_url=report.blob_url or links.blob_url)
     unwritten = ""

@@ -15,8 +15,9 @@ base: Argo CD and Flux fail the sync of a manifest that does not parse, they do 
 carrying ``COMMENT_MARKER``, updated in place on every run.
 
 Errors that keep the review from running raise ``InputError`` (unknown ref, no common ancestor, an invalid
-``upgrade-gate.yaml``, policies that do not load, a reviewer option with a pull request) or ``GitError`` (git or
-the forge failed), each one line.
+``upgrade-gate.yaml``, policies that do not load, a reviewer option with a pull request, a pull request the forge
+does not show), ``ForgeUnavailable`` (the forge did not answer, failed with HTTP 5xx or rate limited) or
+``GitError`` (git or the forge failed otherwise), each one line.
 """
 
 from __future__ import annotations

@@ -5,10 +5,15 @@ A pull request is found by its head branch (one per branch, as Renovate does); "
 being merged. When the sync loop withdraws its own pull request it closes it with ``AUTOCLOSED`` appended to
 the title, as Renovate does: only a pull request closed under the proposal's own title (closed by a person)
 declines that proposal. Every failure (unreachable, HTTP error, unexpected JSON) raises ``GitError``
-``<forge>: <METHOD> <path>: <problem>``, one line; the token never appears in messages. A rate limit (GitHub's
-403 or 429 with ``x-ratelimit-remaining: 0`` or ``retry-after``, GitLab's 429) reads ``rate limited (HTTP 429,
-retry after 60 s)``; a write the sync loop repeats each run (``upsert_comment``, ``upsert_issue``) names what was
-being written: ``<forge>: cannot write <what>: <METHOD> <path>: <problem>``.
+``<forge>: <METHOD> <path>: <problem>``, one line; the token never appears in messages. An outage, a failure that
+says nothing about the request (no answer: refused, timed out; HTTP 5xx; a rate limit), raises its subclass
+``ForgeUnavailable`` (also an ``Unavailable``: retry later). A rate limit (GitHub's 403 or 429 with
+``x-ratelimit-remaining: 0`` or ``retry-after``, GitLab's 429) reads ``rate limited (HTTP 429, retry after 60 s)``;
+a write the sync loop repeats each run (``upsert_comment``, ``upsert_issue``) names what was being written:
+``<forge>: cannot write <what>: <METHOD> <path>: <problem>``. A pull request asked for by number that the forge
+does not show (HTTP 404: none of that number, or a repository the token cannot read, which both forges answer
+alike) raises ``InputError`` ``<forge>: no pull request #<n> in <repository> (...)`` (GitLab: merge request
+``!<n>``): whoever gave the number gave a wrong one.
 
 HTTP goes through a ``Transport`` (default ``urllib_transport``); ``webhook.io.forges.fake`` has a fake GitHub
 and a fake GitLab serving the clients' subsets (``github``, ``gitlab``) in memory, as a transport or on a
@@ -27,12 +32,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from webhook.errors import GitError
+from webhook.errors import ForgeUnavailable, GitError, InputError
 
 PAGE_SIZE = 100
 AUTOCLOSED = " - autoclosed"
 """Appended to the title of a pull request the sync loop closes itself (Renovate's marker)."""
 _RAISE = object()
+_MISSING = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +95,8 @@ class Forge(Protocol):
         409 or 422 (GitLab also 406), which the message gives."""
 
     def pull_request(self, number: int) -> PullRequest:
-        """Pull request ``number`` with its head and base commits."""
+        """Pull request ``number`` with its head and base commits. Raises ``InputError`` when the forge does not
+        show it (HTTP 404), ``ForgeUnavailable`` when the forge is unavailable, ``GitError`` else."""
 
     def approving_reviewers(self, number: int) -> list[str]:
         """The logins whose review approves pull request ``number`` now, sorted."""
@@ -179,7 +186,8 @@ class JsonApi:
         absent: Any = _RAISE,
     ) -> Any:
         """``METHOD path?query`` with a JSON body; the decoded JSON answer, or ``absent`` when given and the
-        answer is HTTP 404. Raises ``GitError``."""
+        answer is HTTP 404. Raises ``ForgeUnavailable`` for no answer (``OSError``), an HTTP 5xx or a rate limit,
+        ``GitError`` for another failure."""
         url = f"{self._url}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -189,19 +197,28 @@ class JsonApi:
             response = self._transport(HttpRequest(method, url, headers, data), self._timeout_s)
         except OSError as error:
             reason = getattr(error, "reason", error)
-            raise GitError(f"{self.name}: {method} {path}: {reason}") from None
+            raise ForgeUnavailable(f"{self.name}: {method} {path}: {reason}") from None
         if response.status == 404 and absent is not _RAISE:
             return absent
         limited = rate_limit(response)
         if limited:
-            raise GitError(f"{self.name}: {method} {path}: {limited}")
+            raise ForgeUnavailable(f"{self.name}: {method} {path}: {limited}")
         if response.status >= 400:
             detail = " ".join(response.body.decode("utf-8", "replace")[:200].split())
-            raise GitError(f"{self.name}: {method} {path}: HTTP {response.status} {detail}".rstrip())
+            kind = ForgeUnavailable if response.status >= 500 else GitError
+            raise kind(f"{self.name}: {method} {path}: HTTP {response.status} {detail}".rstrip())
         try:
             return json.loads(response.body) if response.body else None
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise GitError(f"{self.name}: {method} {path}: the answer is not JSON") from None
+
+    def found(self, path: str, what: str) -> Any:
+        """``GET path``: the decoded JSON of ``what`` (``pull request #7 in owner/repo``); raises ``InputError``
+        ``<forge>: no <what> (HTTP 404: ...)`` when the forge answers 404, else as ``call``."""
+        answer = self.call("GET", path, absent=_MISSING)
+        if answer is _MISSING:
+            raise InputError(f"{self.name}: no {what} (HTTP 404: it does not exist, or the token cannot read it)")
+        return answer
 
     def pages(self, path: str, query: Mapping[str, str]) -> list[Any]:
         """Every item of a paginated list (``per_page``/``page``, until a short page)."""
@@ -244,12 +261,13 @@ class JsonApi:
 
     @contextlib.contextmanager
     def writing(self, what: str) -> Iterator[None]:
-        """Re-raise a ``GitError`` of the calls inside as ``<forge>: cannot write <what>: <problem>``."""
+        """Re-raise a ``GitError`` of the calls inside as ``<forge>: cannot write <what>: <problem>``, of the same
+        class (an outage stays a ``ForgeUnavailable``)."""
         try:
             yield
         except GitError as error:
             problem = str(error).removeprefix(f"{self.name}: ")
-            raise GitError(f"{self.name}: cannot write {what}: {problem}") from None
+            raise type(error)(f"{self.name}: cannot write {what}: {problem}") from None
 
 
 def rate_limit(response: HttpResponse) -> str:

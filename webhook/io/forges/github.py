@@ -100,8 +100,8 @@ class GitHub(JsonApi):
             self.call("PUT", f"/repos/{self._repo}/pulls/{pull.number}/merge", body=body)
 
     def pull_request(self, number: int) -> PullRequest:
-        """``GET /pulls/{number}``."""
-        return self._pull(self.call("GET", f"/repos/{self._repo}/pulls/{number}"))
+        """``GET /pulls/{number}`` (``Forge``)."""
+        return self._pull(self.found(f"/repos/{self._repo}/pulls/{number}", f"pull request #{number} in {self._repo}"))
 
     def approving_reviewers(self, number: int) -> list[str]:
         """``GET /pulls/{number}/reviews`` (every page): each user's latest review other than ``COMMENTED``

@@ -43,6 +43,7 @@ class GitLab(JsonApi):
         self, url: str, repository: str, token: str, timeout_s: float = 30.0, transport: Transport = urllib_transport
     ) -> None:
         super().__init__(url, {"PRIVATE-TOKEN": token} if token else {}, timeout_s, transport)
+        self._repository = repository
         self._issues = f"/projects/{quote_segment(repository)}/issues"
         self._project = f"/projects/{quote_segment(repository)}/merge_requests"
 
@@ -89,8 +90,8 @@ class GitLab(JsonApi):
             self.call("PUT", f"{self._project}/{pull.number}/merge", body=body)
 
     def pull_request(self, number: int) -> PullRequest:
-        """``GET /merge_requests/{iid}``."""
-        return self._pull(self.call("GET", f"{self._project}/{number}"))
+        """``GET /merge_requests/{iid}`` (``Forge``)."""
+        return self._pull(self.found(f"{self._project}/{number}", f"merge request !{number} in {self._repository}"))
 
     def approving_reviewers(self, number: int) -> list[str]:
         """``GET /merge_requests/{iid}/approvals``: ``approved_by[].user.username``."""

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from webhook.io.forges.base import Forge, HttpRequest, HttpResponse
 
@@ -35,6 +35,9 @@ class FakeForge(abc.ABC):
     the number once merged: the Git side of a merge is the caller's business."""
 
     root = ""
+    not_found: ClassVar[dict[str, str]]
+    """The JSON body of the forge's HTTP 404 (GitHub ``{"message": "Not Found"}``, GitLab
+    ``{"message": "404 Not found"}``)."""
     issues: dict[int, dict[str, Any]]
     """The issues, by number (GitLab ``iid``), in the forge's shape."""
 
@@ -87,7 +90,7 @@ class FakeForge(abc.ABC):
         """The answer to ``METHOD target`` (a URL or a path, with its query)."""
         parsed = urllib.parse.urlsplit(target)
         if not parsed.path.startswith(self.root):
-            return HttpResponse(404, b'{"message": "Not Found"}')
+            return HttpResponse(404, json.dumps(self.not_found).encode())
         query = dict(urllib.parse.parse_qsl(parsed.query))
         with self._lock:
             path = parsed.path[len(self.root) :]

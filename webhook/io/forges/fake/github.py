@@ -43,10 +43,14 @@ from webhook.io.forges.github import GitHub
 
 #: GitHub's default page size.
 PER_PAGE = 30
+#: GitHub's HTTP 404 body (https://docs.github.com/en/rest/using-the-rest-api/troubleshooting-the-rest-api).
+NOT_FOUND = {"message": "Not Found"}
 
 
 class FakeGitHub(FakeForge):
     """An in-memory GitHub pull request API for one repository."""
+
+    not_found = NOT_FOUND
 
     def __init__(self, repository: str) -> None:
         super().__init__(repository)
@@ -151,7 +155,7 @@ class FakeGitHub(FakeForge):
             return self._membership(*(urllib.parse.unquote(g) for g in membership.groups()))
         prefix = f"/repos/{self.repository}"
         if not path.startswith(prefix):
-            return 404, {"message": "Not Found"}
+            return 404, NOT_FOUND
         rest = path[len(prefix) :]
         if rest == "/pulls" and method == "GET":
             return 200, self._list(query)
@@ -164,7 +168,7 @@ class FakeGitHub(FakeForge):
             return self._issue(method, self.issues[int(issue.group(1))], body)
         match = re.fullmatch(r"/(pulls|issues)/(\d+)(/labels|/requested_reviewers|/reviews|/merge)?", rest)
         if match is None or int(match.group(2)) not in self.pulls:
-            return 404, {"message": "Not Found"}
+            return 404, NOT_FOUND
         pull = self.pulls[int(match.group(2))]
         if match.group(1) == "pulls" and match.group(3) == "/merge" and method == "PUT":
             return self._merge(pull, body)
@@ -181,7 +185,7 @@ class FakeGitHub(FakeForge):
             return 200, pull
         if match.group(1) == "pulls" and match.group(3) is None and method == "GET":
             return 200, pull
-        return 404, {"message": "Not Found"}
+        return 404, NOT_FOUND
 
     def _merge(self, pull: dict[str, Any], body: Any) -> tuple[int, Any]:
         head = str(pull["head"]["sha"])
@@ -216,11 +220,11 @@ class FakeGitHub(FakeForge):
                 if comment["id"] == int(edited.group(1)) and isinstance(body, dict) and "body" in body:
                     comment["body"] = body["body"]
                     return 200, comment
-            return 404, {"message": "Not Found"}
+            return 404, NOT_FOUND
         listed = re.fullmatch(r"/issues/(\d+)/comments", rest)
         number = int(listed.group(1)) if listed is not None else 0
         if number not in self.pulls and number not in self.issues:
-            return 404, {"message": "Not Found"}
+            return 404, NOT_FOUND
         if method == "GET":
             return 200, page(self.comments.get(number, []), query, PER_PAGE)
         if method == "POST" and isinstance(body, dict) and isinstance(body.get("body"), str):
@@ -233,7 +237,7 @@ class FakeGitHub(FakeForge):
         if method == "PATCH" and isinstance(body, dict):
             issue.update({k: v for k, v in body.items() if k in ("title", "body", "state")})
             return 200, issue
-        return 404, {"message": "Not Found"}
+        return 404, NOT_FOUND
 
     def _list_issues(self, query: dict[str, str]) -> list[dict[str, Any]]:
         state = query.get("state", "open")
@@ -267,7 +271,7 @@ class FakeGitHub(FakeForge):
     def _membership(self, org: str, slug: str, login: str) -> tuple[int, Any]:
         member = self.teams.get(f"{org}/{slug}", {}).get(login)
         if member is None:
-            return 404, {"message": "Not Found"}
+            return 404, NOT_FOUND
         return 200, {"url": f"{self.api_url}/teams/{org}-{slug}/memberships/{login}", **member}
 
     def _create(self, body: Any) -> tuple[int, Any]:

@@ -53,6 +53,7 @@ class FakeGitLab(FakeForge):
     """An in-memory GitLab merge request API for one project."""
 
     root = "/api/v4"
+    not_found = NOT_FOUND
 
     def __init__(self, repository: str, project_id: int = 1) -> None:
         super().__init__(repository)
