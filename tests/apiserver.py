@@ -135,11 +135,24 @@ class ApiServer:
             for doc in ([item] if isinstance(item, Mapping) else yaml.safe_load_all(Path(item).read_text()))
             if doc
         ]
-        self.apply(documents)
         extensions = client.ApiextensionsV1Api(self.client())
+        for document in documents:  # one an earlier module deleted may still be terminating: wait until it is gone
+            name = document["metadata"]["name"]
+            wait_for(functools.partial(_not_terminating, extensions, name), f"CRD {name} deleted before", timeout=60)
+        self.apply(documents)
         for document in documents:
-            name: str = document["metadata"]["name"]
+            name = document["metadata"]["name"]
             wait_for(functools.partial(_established, extensions, name), f"CRD {name} established")
+
+
+def _not_terminating(extensions: client.ApiextensionsV1Api, name: str) -> bool:
+    try:
+        found = extensions.read_custom_resource_definition(name)
+    except ApiException as error:
+        if error.status == 404:
+            return True
+        raise
+    return found.metadata.deletion_timestamp is None
 
 
 def _established(extensions: client.ApiextensionsV1Api, name: str) -> bool:
