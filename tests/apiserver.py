@@ -152,7 +152,7 @@ def _not_terminating(extensions: client.ApiextensionsV1Api, name: str) -> bool:
         if error.status == 404:
             return True
         raise
-    return found.metadata.deletion_timestamp is None
+    return found.metadata is None or found.metadata.deletion_timestamp is None
 
 
 def _established(extensions: client.ApiextensionsV1Api, name: str) -> bool:

@@ -14,7 +14,7 @@ import datetime
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client
@@ -159,7 +159,9 @@ def test_the_sync_loop_proposes_the_canary_first_then_the_fleet_from_a_real_hub(
     # merged, applied by Argo CD (an approver writes it here), and the canary applies it: held for the soak
     world.merge(BRANCH)
     approver = client.CustomObjectsApi(hub.client(APPROVER, APPROVER_GROUP))
-    current = approver.get_cluster_custom_object(GROUP, "v1alpha1", "clustermanagementaddons", ADDON)
+    current = cast(
+        dict[str, Any], approver.get_cluster_custom_object(GROUP, "v1alpha1", "clustermanagementaddons", ADDON)
+    )
     approver.replace_cluster_custom_object(
         GROUP, "v1alpha1", "clustermanagementaddons", ADDON, {**_cma("v2"), "metadata": current["metadata"]}
     )
