@@ -33,12 +33,13 @@ Schema (every path is relative to the repository root unless absolute; unknown k
     git:
       authorName: upgrade-gate               # the bot's identity; a branch with a commit by anyone else
       authorEmail: upgrade-gate@noreply.invalid   # is left alone
-    addons:                                  # optional: add-on installVersion upgrades
+    addons:                                  # optional: add-on upgrades (installVersion pins; else the
+                                             # AddOnTemplate references of an upstream hub)
       manifests: clusters/hub/addons         # str or list: directories or globs of ClusterManagementAddOn and
-                                             # ManagedClusterAddOn manifests (PlacementDecisions there are
-                                             # read too, offline)
-      installed: cluster                     # status: supportedVersions, placement decisions and canary
-                                             # progress from the manifests' status (offline); cluster: from
+                                             # ManagedClusterAddOn manifests (PlacementDecisions and
+                                             # AddOnTemplates there are read too, offline)
+      installed: cluster                     # status: supportedVersions, AddOnTemplates, placement decisions
+                                             # and canary progress from the manifests (offline); cluster: from
                                              # the cluster. Default: the top-level installed
       canaryPlacements: default/canary-placement  # str or list of NAMESPACE/NAME; [] = no canary stage.
                                              # Default: addonCanaryPlacement of policies/settings.yaml
