@@ -327,8 +327,11 @@ def test_offline_the_manifests_status_and_placement_decisions_decide(world: Worl
 
 
 def test_the_pull_request_says_whether_the_bundled_policies_would_admit_applying_it(hub: World) -> None:
-    names = ("addon-install-version.yaml", "addon-placements.yaml", "settings.yaml")
-    check = {"policies": [str(ROOT / "policies" / name) for name in names]}
+    # Argo CD applies what was reviewed in Git: one of the settings' gitopsAppliers, so it may upgrade add-ons
+    settings = (ROOT / "policies" / "settings.yaml").read_text()
+    hub.write("gate/settings.yaml", settings.replace('gitopsAppliers: ""', f'gitopsAppliers: "{ARGOCD}"'))
+    names = ("addon-install-version.yaml", "addon-placements.yaml")
+    check = {"policies": [*(str(ROOT / "policies" / name) for name in names), "gate/settings.yaml"]}
     soak = "installed: cluster\n  canarySoak: 0s\n"
     hub.set_config(lambda text: text.replace("installed: cluster\n", soak) + f"policyCheck: {json.dumps(check)}\n")
     hub.push("check add-on updates against the bundled policies; no soak in the sync loop")
