@@ -13,7 +13,7 @@ import yaml
 from tests import tables
 from webhook.cel import Program
 from webhook.objects import InMemoryObjectStore
-from webhook.policy.admitting.decision import Decision
+from webhook.policy.admitting.decision import Decision, PolicyWarning
 from webhook.policy.admitting.engine import PolicyEngine
 from webhook.policy.loading.loader import load_policy_set, load_policy_text
 from webhook.policy.suites import load_suites
@@ -73,6 +73,16 @@ kind: ValidatingAdmissionPolicyBinding
 metadata: {name: labels-everywhere}
 spec: {policyName: labels, validationActions: [Deny]}
 """
+_CONFIGMAP = {
+    "uid": "1",
+    "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+    "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+    "operation": "CREATE",
+    "name": "c",
+    "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}},
+    "userInfo": {"username": "u"},
+}
+"""A CREATE of a ConfigMap without labels, whose ``data.size`` is an error: both validations of ``_DENIALS`` fail."""
 
 
 @pytest.mark.parametrize("cel_engine", CEL_ENGINES)
@@ -80,16 +90,7 @@ def test_a_denial_carries_its_policy_binding_message_and_whether_it_errored(cel_
     """The fields the server counts and logs by (the denying policy, a failurePolicy Fail error), beside the texts
     the API server answers with, which are made from them."""
     engine = PolicyEngine(load_policy_text(_DENIALS, engine=cel_engine), InMemoryObjectStore([]))
-    request = {
-        "uid": "1",
-        "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-        "resource": {"group": "", "version": "v1", "resource": "configmaps"},
-        "operation": "CREATE",
-        "name": "c",
-        "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}},
-        "userInfo": {"username": "u"},
-    }
-    decision = engine.validate(request)
+    decision = engine.validate(_CONFIGMAP)
     violated, errored = decision.denials
     assert (violated.policy, violated.binding, violated.message) == ("labels", "labels-everywhere", "label it")
     assert (violated.errored, errored.errored) == (False, True)
@@ -101,6 +102,22 @@ def test_a_denial_carries_its_policy_binding_message_and_whether_it_errored(cel_
         True,
     )
     assert errored.message.startswith("expression 'object.data.size == 'x'' resulted in error: ")
+
+
+@pytest.mark.parametrize("cel_engine", CEL_ENGINES)
+def test_a_warning_carries_its_policy_binding_and_message(cel_engine: str) -> None:
+    """A Warn binding's failures are warnings with the fields ``apply`` reads, whose texts are the API server's
+    (``validating/dispatcher.go``: ``Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s``)."""
+    policies = load_policy_text(_DENIALS.replace("[Deny]", "[Warn]"), engine=cel_engine)
+    decision = PolicyEngine(policies, InMemoryObjectStore([])).validate(_CONFIGMAP)
+    violated, errored = decision.policy_warnings
+    assert (decision.allowed, decision.denials) == (True, ())
+    assert violated == PolicyWarning("labels", "labels-everywhere", "label it")
+    assert (errored.policy, errored.binding) == ("labels", "labels-everywhere")
+    assert decision.warnings == (
+        "Validation failed for ValidatingAdmissionPolicy 'labels' with binding 'labels-everywhere': label it",
+        f"Validation failed for ValidatingAdmissionPolicy 'labels' with binding 'labels-everywhere': {errored.message}",
+    )
 
 
 @pytest.mark.parametrize("cel_engine", CEL_ENGINES)

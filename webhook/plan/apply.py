@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +30,6 @@ from webhook.policy import Admission, PolicySet
 
 ADMITTED, WARNED, DENIED, INVALID = "admitted", "warned", "denied", "invalid"
 APPLY_OPERATIONS = ("CREATE", "UPDATE")
-
-#: The policy a denial or a warning names, in the API server's wording (``ValidatingAdmissionPolicy '<name>' ...``,
-#: ``Validation failed for ValidatingAdmissionPolicy '<name>' ...``, a mutating ``policy '<name>' ...``).
-_NAMED = re.compile(r"""(?:ValidatingAdmissionPolicy |^policy )['"]([^'"]+)['"]""")
 
 ObjectId = tuple[str, str, str, str]
 """API group, kind, namespace (empty when cluster-scoped), name: one object whatever its version."""
@@ -118,16 +113,11 @@ def _row(manifest: Manifest, what: str, operation: str, admission: Admission) ->
         denial = decision.denials[0] if decision.denials else None
         return row(DENIED, denial.policy if denial else "", denial.message if denial else decision.message)
     patch = tuple(admission.mutated.patch)
-    warnings = (*admission.mutated.warnings, *decision.warnings)
+    warnings = (*admission.mutated.policy_warnings, *decision.policy_warnings)
     if warnings:
-        policies = ", ".join(dict.fromkeys(p for p in map(_policy, warnings) if p))
-        return row(WARNED, policies, "; ".join(warnings), patch)
+        policies = ", ".join(dict.fromkeys(warning.policy for warning in warnings))
+        return row(WARNED, policies, "; ".join(warning.text() for warning in warnings), patch)
     return row(ADMITTED, patch=patch)
-
-
-def _policy(text: str) -> str:
-    found = _NAMED.search(text)
-    return found.group(1) if found else ""
 
 
 def _identity(item: Mapping[str, Any]) -> ObjectId:

@@ -151,8 +151,9 @@ def render_response(review: AdmissionReview, decision: Decision, *, mutating: bo
     """The AdmissionReview answering ``review`` with ``decision``, in ``review``'s apiVersion.
 
     ``response``: ``uid``, ``allowed``; ``status`` (``{code, reason, message, details.causes}``) when denied;
-    ``warnings`` and ``auditAnnotations`` when there are any; when ``mutating`` and allowed with a non-empty
-    patch, ``patchType: JSONPatch`` and ``patch`` (base64 of the JSON operations). A denial never patches.
+    ``warnings`` (each ``PolicyWarning``'s text, in the API server's wording) and ``auditAnnotations`` when there
+    are any; when ``mutating`` and allowed with a non-empty patch, ``patchType: JSONPatch`` and ``patch`` (base64
+    of the JSON operations). A denial never patches.
     """
     response: dict[str, Any] = {"uid": review.uid, "allowed": decision.allowed}
     if not decision.allowed:
@@ -160,7 +161,7 @@ def render_response(review: AdmissionReview, decision: Decision, *, mutating: bo
         if decision.causes:
             status["details"] = {"causes": [{"message": cause} for cause in decision.causes]}
         response["status"] = status
-    if decision.warnings:
+    if decision.policy_warnings:
         response["warnings"] = list(decision.warnings)
     if decision.audit_annotations:
         response["auditAnnotations"] = dict(decision.audit_annotations)

@@ -357,7 +357,7 @@ def _record(metrics: Metrics, endpoint: str, review: AdmissionReview, decision: 
                 logs.ALLOWED: decision.allowed,
                 logs.CODE: decision.code if not decision.allowed else 200,
                 logs.POLICY: policy,
-                logs.WARNINGS: len(decision.warnings),
+                logs.WARNINGS: len(decision.policy_warnings),
                 logs.PATCH_OPERATIONS: len(decision.patch),
                 logs.LATENCY_MS: round(elapsed * 1000, 3),
             }

@@ -1,5 +1,6 @@
-"""The result of admitting one request: ``Decision``, shaped for an AdmissionReview response, and ``Denial``, one
-policy's denial as the API server words and codes it."""
+"""The result of admitting one request: ``Decision``, shaped for an AdmissionReview response; ``Denial``, one
+policy's denial as the API server words and codes it; ``PolicyWarning``, one ``Warn`` binding's warning as the API
+server words it."""
 
 from __future__ import annotations
 
@@ -55,15 +56,32 @@ class Denial:
 
 
 @dataclass(frozen=True, slots=True)
+class PolicyWarning:
+    """A validation that failed under a binding whose ``validationActions`` include ``Warn``: ``policy``,
+    ``binding`` and ``message`` (the policy's own text, as a ``Denial``'s)."""
+
+    policy: str
+    binding: str
+    message: str
+
+    def text(self) -> str:
+        """The warning as the API server words it (``validating/dispatcher.go``), the one place this text is
+        built: ``Validation failed for ValidatingAdmissionPolicy '<p>' with binding '<b>': <message>``."""
+        named = f"ValidatingAdmissionPolicy '{self.policy}' with binding '{self.binding}'"
+        return f"Validation failed for {named}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """The outcome of one admission request.
 
     ``allowed``; ``code`` (200, or the HTTP status of a denial: 401/403/404/413/422, or of a refusal);
     ``reason`` (``""`` or the ``metav1.StatusReason``); ``message`` (``""`` or the first denial's text);
-    ``causes`` (every denial's text); ``warnings`` (HTTP 299 warnings); ``audit_annotations`` (key → value);
-    ``patch`` (RFC 6902 operations from mutating policies, empty if the object is unchanged); ``denials`` (the
-    policies' denials, in order, whose texts are ``message`` and ``causes``); ``refused``: decided by the
-    webhook itself, not by a policy (``refusal``).
+    ``causes`` (every denial's text); ``policy_warnings`` (the ``Warn`` bindings' warnings, in order, whose texts
+    are ``warnings``, the HTTP 299 warnings); ``audit_annotations`` (key → value); ``patch`` (RFC 6902 operations
+    from mutating policies, empty if the object is unchanged); ``denials`` (the policies' denials, in order, whose
+    texts are ``message`` and ``causes``); ``refused``: decided by the webhook itself, not by a policy
+    (``refusal``).
     """
 
     allowed: bool = True
@@ -71,7 +89,7 @@ class Decision:
     reason: str = ""
     message: str = ""
     causes: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
+    policy_warnings: tuple[PolicyWarning, ...] = ()
     audit_annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     patch: tuple[Mapping[str, Any], ...] = ()
     denials: tuple[Denial, ...] = ()
@@ -82,7 +100,7 @@ class Decision:
         cls,
         denials: Sequence[Denial],
         *,
-        warnings: Sequence[str] = (),
+        policy_warnings: Sequence[PolicyWarning] = (),
         audit_annotations: Mapping[str, str] | None = None,
     ) -> Decision:
         """A denial by ``denials`` (at least one): the first one's code, reason and text, every one's text as a
@@ -94,7 +112,7 @@ class Decision:
             reason=first.status_reason,
             message=first.text(),
             causes=tuple(denial.text() for denial in denials),
-            warnings=tuple(warnings),
+            policy_warnings=tuple(policy_warnings),
             audit_annotations=audit_annotations if audit_annotations is not None else MappingProxyType({}),
             denials=tuple(denials),
         )
@@ -111,6 +129,11 @@ class Decision:
         """The apiserver's answer when a namespaced request's Namespace does not exist (HTTP 404)."""
         message = f'namespaces "{name}" not found'
         return cls(allowed=False, code=404, reason="NotFound", message=message, causes=(message,))
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The warnings' texts (``PolicyWarning.text``), as an AdmissionReview response carries them."""
+        return tuple(warning.text() for warning in self.policy_warnings)
 
     @property
     def policy(self) -> str:

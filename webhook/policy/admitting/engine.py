@@ -45,7 +45,7 @@ from webhook.policy.admitting.activation import (
     evaluate_together,
     match_conditions,
 )
-from webhook.policy.admitting.decision import Decision, Denial
+from webhook.policy.admitting.decision import Decision, Denial, PolicyWarning
 from webhook.policy.admitting.dispatch import CLUSTER_SCOPED_KINDS, ConfigError, Dispatcher, invocations
 from webhook.policy.model import (
     AUDIT,
@@ -79,14 +79,14 @@ class _Outcome:
     """What one request's validating tuples produced, gathered as the dispatcher gathers them."""
 
     denials: list[Denial] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[PolicyWarning] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
 
     def decision(self) -> Decision:
         annotations = MappingProxyType(dict(self.annotations))
         if not self.denials:
-            return Decision(warnings=tuple(self.warnings), audit_annotations=annotations)
-        return Decision.denied(self.denials, warnings=self.warnings, audit_annotations=annotations)
+            return Decision(policy_warnings=tuple(self.warnings), audit_annotations=annotations)
+        return Decision.denied(self.denials, policy_warnings=self.warnings, audit_annotations=annotations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,10 +282,7 @@ def _apply_actions(policy: ValidatingPolicy, binding: ValidatingBinding, failure
         if action == DENY:
             outcome.denials.append(Denial(policy.name, binding.name, failure.message, failure.reason, failure.errored))
         elif action == WARN:
-            outcome.warnings.append(
-                f"Validation failed for ValidatingAdmissionPolicy '{policy.name}' with binding '{binding.name}': "
-                f"{failure.message}"
-            )
+            outcome.warnings.append(PolicyWarning(policy.name, binding.name, failure.message))
         elif action == AUDIT:
             # Attributes.AddAnnotation keeps the first value of a key: the first Audit failure is published.
             outcome.annotations.setdefault(
