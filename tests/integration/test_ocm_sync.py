@@ -23,7 +23,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from tests.apiserver import ROOT, ApiServer, wait_for
 from tests.integration.conftest import Webhook
 from tests.integration.olm import APPROVER, APPROVER_GROUP
-from tests.sync.conftest import World, gitops_world
+from tests.sync.conftest import World, gitops_world, govern_addons
 from webhook.io.kube.cluster import Cluster
 from webhook.plan.requests import DEFAULT_APPLIER as ARGOCD
 
@@ -129,14 +129,10 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hub: ApiServer) -> It
     """The repository: the ClusterManagementAddOn as on the hub, the gate's settings trusting Argo CD."""
     with gitops_world(tmp_path, monkeypatch) as built:
         built.write(CMA_FILE, json.dumps(_cma("v1"), indent=2) + "\n")
-        settings = (ROOT / "policies" / "settings.yaml").read_text()
-        built.write("policies/settings.yaml", settings.replace('gitopsAppliers: ""', f'gitopsAppliers: "{ARGOCD}"'))
-        bundled = [str(ROOT / "policies" / name) for name in ("addon-install-version.yaml", "addon-placements.yaml")]
-        check = json.dumps({"policies": [*bundled, "policies/settings.yaml"]})
         addons = (
             "addons:\n  manifests: clusters/hub/addons\n  installed: cluster\n  canaryPlacements: [sync-hub/canary]\n"
         )
-        built.set_config(lambda text: text + addons + f"policyCheck: {check}\n")
+        govern_addons(built, addons, applier=ARGOCD)
         built.push("govern the hellosync add-on")
         yield built
 
@@ -152,7 +148,7 @@ def test_the_sync_loop_proposes_the_canary_first_then_the_fleet_from_a_real_hub(
     [entry] = [e for e in report.entries if e.subject == f"addon/{ADDON}"]
     assert entry.action == "proposed", entry.reason
     title, body = _proposal(world)
-    assert title == f"Upgrade add-on {ADDON} to v2 ({ADDON}-v2) on its canaries"
+    assert title == f"Upgrade add-on {ADDON} to {ADDON}-v2 (v2) on its canaries"
     assert "| 1 | placement sync-hub/canary (canary) | 1 | All: every cluster at once | moves to hellosync-v2" in body
     assert "| 2 | placement sync-hub/fleet | 3: group 0 (1 cluster), group 1 (2 clusters) | ProgressivePerGroup" in body
 
@@ -176,7 +172,7 @@ def test_the_sync_loop_proposes_the_canary_first_then_the_fleet_from_a_real_hub(
     [entry] = [e for e in report.entries if e.subject == f"addon/{ADDON}"]
     assert entry.action == "proposed", entry.reason
     title, body = _proposal(world)
-    assert title == f"Upgrade add-on {ADDON} to v2 ({ADDON}-v2)"
+    assert title == f"Upgrade add-on {ADDON} to {ADDON}-v2 (v2)"
     assert f"| Policies | would admit applying it today when applied by {ARGOCD} |" in body
     assert json.loads(world.show(BRANCH, CMA_FILE) or "")["spec"]["installStrategy"]["placements"][0]["configs"] == [
         _ref("v2")

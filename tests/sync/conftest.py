@@ -162,6 +162,17 @@ def _newer(blob: dict[str, object], limit: str) -> bool:
     return _newer_name(str(blob["name"]), limit)
 
 
+def govern_addons(world: World, addons: str, *, applier: str) -> None:
+    """Configure ``world`` for add-ons: ``addons`` is the ``addons:`` section of ``upgrade-gate.yaml``; the policy
+    check runs the bundled add-on policies with the bundled settings, ``applier`` trusted as a GitOps applier (as
+    a cluster that lets Argo CD apply what was reviewed in Git sets them)."""
+    settings = (ROOT / "policies" / "settings.yaml").read_text()
+    world.write("policies/settings.yaml", settings.replace('gitopsAppliers: ""', f'gitopsAppliers: "{applier}"'))
+    bundled = [str(ROOT / "policies" / name) for name in ("addon-install-version.yaml", "addon-placements.yaml")]
+    check = json.dumps({"policies": [*bundled, "policies/settings.yaml"]})
+    world.set_config(lambda text: text + addons + f"policyCheck: {check}\n")
+
+
 @contextlib.contextmanager
 def gitops_world(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forge: type[FakeForge] = FakeGitHub

@@ -9,13 +9,12 @@ as OCM serves them: canary-placement decides cluster1; global-placement decides 
 from __future__ import annotations
 
 import datetime
-import json
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.sync.conftest import ROOT, World
+from tests.sync.conftest import World, govern_addons
 from tests.sync.test_addons import FakeHub
 from webhook.plan.requests import DEFAULT_APPLIER as ARGOCD
 
@@ -120,13 +119,9 @@ def hub_objects(canary: str, applied: str, since: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def hub(world: World) -> World:
     world.write(CMA, MANIFEST)
-    # Argo CD applies what was reviewed in Git: one of the settings' gitopsAppliers
-    settings = (ROOT / "policies" / "settings.yaml").read_text()
-    world.write("policies/settings.yaml", settings.replace('gitopsAppliers: ""', f'gitopsAppliers: "{ARGOCD}"'))
-    names = ("addon-install-version.yaml", "addon-placements.yaml")
-    check = json.dumps({"policies": [*(str(ROOT / "policies" / name) for name in names), "policies/settings.yaml"]})
-    addons = "addons:\n  manifests: clusters/hub/addons\n  installed: cluster\n  canarySoak: 1h\n"
-    world.set_config(lambda text: text + addons + f"policyCheck: {check}\n")
+    govern_addons(
+        world, "addons:\n  manifests: clusters/hub/addons\n  installed: cluster\n  canarySoak: 1h\n", applier=ARGOCD
+    )
     world.push("govern the helloworld add-on by its AddOnTemplate")
     return world
 
@@ -145,7 +140,7 @@ def test_the_canary_placement_moves_first_and_the_pull_request_shows_the_rollout
         f"[{REF % 'hello-v1'}]   # the canary", f"[{REF % 'hello-v2'}]   # the canary"
     )
     title, body = pull_body(hub)
-    assert title == "Upgrade add-on helloworld to v2 (hello-v2) on its canaries"
+    assert title == "Upgrade add-on helloworld to hello-v2 (v2) on its canaries"
     for row in (
         "| AddOnTemplates | hello-v1 (v1), hello-v2 (v2), from the cluster |",
         "| placement default/canary-placement (canary) | from hello-v1 (v1) to hello-v2 (v2) |",
@@ -177,10 +172,8 @@ def test_after_the_canary_soaked_the_others_are_proposed_and_the_policies_agree(
     [entry] = [e for e in report.entries if e.subject == "addon/helloworld"]
     assert entry.action == "proposed"
     title, body = pull_body(hub)
-    assert title == "Upgrade add-on helloworld to v2 (hello-v2)"
-    assert (
-        "| 1 | placement default/canary-placement (canary) | 1 | All: every cluster at once | at hello-v2 |" in body
-    )
+    assert title == "Upgrade add-on helloworld to hello-v2 (v2)"
+    assert "| 1 | placement default/canary-placement (canary) | 1 | All: every cluster at once | at hello-v2 |" in body
     assert f"| Policies | would admit applying it today when applied by {ARGOCD} |" in body
     assert hub.show(BRANCH, CMA) == MANIFEST.replace(REF % "hello-v1", REF % "hello-v2")
 

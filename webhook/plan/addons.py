@@ -26,22 +26,19 @@ and line.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
 
-from webhook.conditions import format_duration, format_time
-from webhook.errors import InputError, ManifestError
+from webhook.errors import InputError
 from webhook.ocm import (
     AddOnVersions,
-    CanaryVerdict,
     Observation,
     VersionChange,
     canary_gate,
     classify,
     parse_addon_version,
 )
-from webhook.plan.actions import Action, Kind
-from webhook.plan.addonrollout import Staged, rollout_rows
+from webhook.plan.actions import Action
+from webhook.plan.addonstage import Gate, Target, stage
 from webhook.plan.addonstate import (
     PLACEMENTS,
     AddOnContext,
@@ -49,15 +46,12 @@ from webhook.plan.addonstate import (
     AddOnState,
     Pin,
     addon_subject,
-    edits,
     listed_canaries,
     typed,
-    updates,
 )
 from webhook.plan.addontemplates import plan_template_bump
-from webhook.plan.extensions import AddOnFacts, AddOnMove, Change, FileChange, Outcome, Planned, branch_name
+from webhook.plan.extensions import Outcome, Planned
 from webhook.plan.manifests import AddOnManifests
-from webhook.plan.yamledit import set_scalars
 
 
 def plan_addon(addon: AddOnManifests, texts: Mapping[str, str], state: AddOnState, context: AddOnContext) -> Planned:
@@ -110,75 +104,28 @@ def _stage(
     target: str,
     pins: tuple[Sequence[Pin], Sequence[Pin]],
 ) -> Planned:
-    """The canary stage: canaries (and, once the gate allows, the others) move; the rest are held. ``pins`` are
-    (every pin, those behind the target)."""
-    every, behind = pins
-    subject = addon_subject(addon.name)
+    """The canary gate over the canaries' installVersion status, then ``stage``. ``pins`` are (every pin, those
+    behind the target)."""
     canaries = listed_canaries(addon, state.management, context.canary_placements)
-    clusters = set(state.canary_clusters)
-    verdict: CanaryVerdict | None = None
+    verdict = None
     if canaries:
         try:
             observed = [Observation.of_install_version(item) for item in state.canaries]
         except InputError as error:
-            return Outcome(subject, Action.INVALID, f"a canary ManagedClusterAddOn in {state.status_from}: {error}")
+            reason = f"a canary ManagedClusterAddOn in {state.status_from}: {error}"
+            return Outcome(addon_subject(addon.name), Action.INVALID, reason)
         verdict = canary_gate(target, observed, soak=context.soak, now=context.now)
-    canary = {id(pin) for pin in behind if pin.placement in canaries or pin.cluster in clusters}
-    free = verdict is None or verdict.allowed  # no canary stage, or the canaries have soaked
-    moving = [pin for pin in behind if free or id(pin) in canary]
-    held = [pin for pin in behind if not (free or id(pin) in canary)]
-    waits = ""
-    if verdict is not None:
-        verb = "waits" if len(held) == 1 else "wait"
-        placements = ", ".join(canaries)
-        waits = f"{', '.join(p.where for p in held)} {verb} for the canary placement {placements}: {verdict.message}"
-    ready_at = format_time(verdict.ready_at) if verdict is not None and verdict.ready_at else None
-    if not moving:
-        return Outcome(subject, Action.HELD, waits, ready_at=ready_at)
-    files: dict[str, str] = {}
-    for file, found in edits(moving, target).items():
-        try:
-            files[file] = set_scalars(texts[file], file, found)
-        except ManifestError as error:
-            return Outcome(subject, Action.INVALID, str(error), file)
-    moves = tuple(AddOnMove(p.where, p.doc.file, p.version, id(p) in canary) for p in moving)
-    sentence = "; ".join(
-        [
-            f"{target} is the newest supported version ({', '.join(versions.supported)}, from {state.status_from})",
-            "moves " + ", ".join(f"{m.where}{' (canary)' if m.canary else ''} from {m.from_version}" for m in moves),
-            *([waits] if held else []),
-        ]
-    )
-    facts = AddOnFacts(
-        addon=addon.name,
-        version=target,
-        supported=versions.supported,
-        default=versions.default,
-        status_from=state.status_from,
-        moves=moves,
-        held=tuple(AddOnMove(p.where, p.doc.file, p.version, False) for p in held),
-        canary=_gate(canaries, target, context.soak, verdict) if verdict else _ungated(context.canary_placements),
-        ready_at=ready_at,
-        updates=updates(addon, state, moving, target),
-        objects=tuple(o for o in (state.management, *state.decisions, *state.canaries) if o is not None),
-        rollout=rollout_rows(
-            addon,
-            state,
-            Staged(every, moving, held, canaries, verdict, target),
-            unpinned="follows the defaultVersion (the addon manager moves it)",
-        ),
-    )
-    stage = " on its canaries" if all(m.canary for m in moves) else ""
-    return Change(
-        subject=subject,
-        kind=Kind.ADDON_VERSION,
-        branch=branch_name(context.branch_prefix, subject),
-        title=f"Upgrade add-on {addon.name} to {target}{stage}",
-        files=tuple(FileChange(path, text) for path, text in sorted(files.items())),
-        from_version=", ".join(sorted({m.from_version for m in moves}, key=parse_addon_version)),
-        to_version=target,
-        reason=sentence + ".",
-        addon=facts,
+    newest = f"{target} is the newest supported version ({', '.join(versions.supported)}, from {state.status_from})"
+    return stage(
+        addon,
+        texts,
+        state,
+        context,
+        pins=pins,
+        target=Target(target, target, newest, versions.supported, versions.default),
+        gate=Gate(canaries, verdict),
+        unpinned="follows the defaultVersion (the addon manager moves it)",
+        objects=[o for o in (state.management, *state.decisions, *state.canaries) if o is not None],
     )
 
 
@@ -189,18 +136,6 @@ def _moves_forward(pinned: str, target: str) -> bool:
     except InputError:
         return False
     return classify(pinned, target) is VersionChange.UPGRADING
-
-
-def _gate(canaries: Sequence[str], target: str, soak: datetime.timedelta, verdict: CanaryVerdict) -> str:
-    soaked = f"the others once every canary has run {target} for {format_duration(soak)}"
-    first = f"placement {', '.join(canaries)} first, {soaked}"
-    return f"{first}; now: {verdict.message}"
-
-
-def _ungated(configured: Sequence[str]) -> str:
-    if not configured:
-        return "no canary placement is configured: not gated"
-    return f"the add-on lists no canary placement ({', '.join(configured)}): not gated"
 
 
 def _pins(addon: AddOnManifests) -> list[Pin]:

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from webhook.conditions import format_duration, format_time
-from webhook.errors import InputError, ManifestError
+from webhook.errors import InputError
 from webhook.ocm import CanaryVerdict, VersionChange, classify, hub_canary_gate
 from webhook.ocm.hub import TEMPLATES
 from webhook.ocm.lifecycle import VERSION_LABEL
 from webhook.ocm.templates import addon_templates, is_template_ref, template_version, version_key
-from webhook.plan.actions import Action, Kind
-from webhook.plan.addonrollout import Staged, rollout_rows
+from webhook.plan.actions import Action
+from webhook.plan.addonstage import Gate, Target, stage
 from webhook.plan.addonstate import (
     PLACEMENTS,
     AddOnContext,
@@ -43,15 +42,13 @@ from webhook.plan.addonstate import (
     AddOnState,
     Pin,
     addon_subject,
-    edits,
     listed_canaries,
     placement_key,
     typed,
-    updates,
 )
-from webhook.plan.extensions import AddOnFacts, AddOnMove, Change, FileChange, Outcome, Planned, branch_name
+from webhook.plan.extensions import Outcome, Planned
 from webhook.plan.manifests import AddOnManifests, Document
-from webhook.plan.yamledit import Path, set_scalars
+from webhook.plan.yamledit import Path
 
 DEFAULT_CONFIG = "default config"
 """Where a ``spec.supportedConfigs[].defaultConfig`` reference is, in sentences and the rollout plan."""
@@ -123,69 +120,22 @@ def _stage(
             verdict = _gate(state, canaries[0], target, context)
         except InputError as error:
             return Outcome(subject, Action.INVALID, f"the canaries in {state.status_from}: {error}")
-    clusters = set(state.canary_clusters)
-    canary = {id(pin) for pin in behind if pin.placement in canaries or pin.cluster in clusters}
-    free = verdict is None or verdict.allowed
-    moving = [pin for pin in behind if free or id(pin) in canary]
-    held = [pin for pin in behind if not (free or id(pin) in canary)]
-    waits = ""
-    if verdict is not None:
-        verb = "waits" if len(held) == 1 else "wait"
-        waits = f"{', '.join(p.where for p in held)} {verb} for the canary placement {canaries[0]}: {verdict.message}"
-    ready_at = format_time(verdict.ready_at) if verdict is not None and verdict.ready_at else None
-    if not moving:
-        return Outcome(subject, Action.HELD, waits, ready_at=ready_at)
-    files: dict[str, str] = {}
-    for file, found in edits(moving, target).items():
-        try:
-            files[file] = set_scalars(texts[file], file, found)
-        except ManifestError as error:
-            return Outcome(subject, Action.INVALID, str(error), file)
-    moves = tuple(AddOnMove(p.where, p.doc.file, _named(p), id(p) in canary) for p in moving)
-    soaked = f"the others once every canary has applied it for {format_duration(context.soak)}"
-    gate = f"placement {canaries[0]} first, {soaked}; now: {verdict.message}" if verdict else _ungated(context)
-    facts = AddOnFacts(
-        addon=addon.name,
-        version=version,
-        supported=tuple(f"{name} ({known[name]})" for name in sorted(known, key=lambda n: version_key(known[n]))),
-        default=None,
-        status_from=state.status_from,
-        moves=moves,
-        held=tuple(AddOnMove(p.where, p.doc.file, _named(p), False) for p in held),
-        canary=gate,
-        ready_at=ready_at,
-        updates=updates(addon, state, moving, target),
-        objects=(
+    newest = f"{target} ({version}) is the add-on's newest AddOnTemplate in {state.status_from}"
+    offered = tuple(f"{name} ({known[name]})" for name in sorted(known, key=lambda n: version_key(known[n])))
+    return stage(
+        addon,
+        texts,
+        state,
+        context,
+        pins=(pins, behind),
+        target=Target(target, version, newest, offered, template=target),
+        gate=Gate(canaries, verdict),
+        unpinned=[pin for pin in pins if pin.where == DEFAULT_CONFIG] or "names no versioned AddOnTemplate",
+        objects=[
             *(o for o in (state.management, *state.decisions, *state.canaries) if o is not None),
             *(work for works in state.works.values() for work in works),
             *state.templates,
-        ),
-        template=target,
-        rollout=rollout_rows(
-            addon,
-            state,
-            Staged(pins, moving, held, canaries, verdict, target),
-            unpinned=[pin for pin in pins if pin.where == DEFAULT_CONFIG] or "names no versioned AddOnTemplate",
-        ),
-    )
-    sentence = "; ".join(
-        [
-            f"{target} ({version}) is the add-on's newest AddOnTemplate in {state.status_from}",
-            "moves " + ", ".join(f"{m.where}{' (canary)' if m.canary else ''} from {m.from_version}" for m in moves),
-            *([waits] if held else []),
-        ]
-    )
-    stage = " on its canaries" if all(m.canary for m in moves) else ""
-    return Change(
-        subject=subject,
-        kind=Kind.ADDON_VERSION,
-        branch=branch_name(context.branch_prefix, subject),
-        title=f"Upgrade add-on {addon.name} to {version} ({target}){stage}",
-        files=tuple(FileChange(path, text) for path, text in sorted(files.items())),
-        from_version=", ".join(sorted({m.version for m in moving}, key=version_key)),
-        to_version=version,
-        reason=sentence + ".",
-        addon=facts,
+        ],
     )
 
 
@@ -195,16 +145,6 @@ def _gate(state: AddOnState, placement: str, target: str, context: AddOnContext)
     wanted = [{"group": TEMPLATES[0], "resource": TEMPLATES[1], "name": target}]
     canaries = [(mca, state.works.get(str(mca["metadata"]["namespace"]), ())) for mca in state.canaries]
     return hub_canary_gate(wanted, canaries, state.management, placement, soak=context.soak, now=context.now)
-
-
-def _ungated(context: AddOnContext) -> str:
-    if not context.canary_placements:
-        return "no canary placement is configured: not gated"
-    return f"the add-on lists no canary placement ({', '.join(context.canary_placements)}): not gated"
-
-
-def _named(pin: Pin) -> str:
-    return f"{pin.value} ({pin.version or 'no version'})"
 
 
 def _references(addon: AddOnManifests, known: Mapping[str, str]) -> list[Pin]:

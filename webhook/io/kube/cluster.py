@@ -148,32 +148,13 @@ class Cluster:
     def placement_decisions(self, namespace: str, placement: str) -> list[dict[str, Any]]:
         """The PlacementDecisions in ``namespace`` labelled ``cluster.open-cluster-management.io/placement=
         <placement>``, sorted by name, each with its ``apiVersion`` and ``kind``; empty when none."""
-        answer = _call(
-            f"list placementdecisions of {namespace}/{placement}",
-            client.CustomObjectsApi(self._api).list_namespaced_custom_object,
-            PLACEMENT_GROUP,
-            PLACEMENT_VERSION,
-            namespace,
-            "placementdecisions",
-            label_selector=f"{PLACEMENT_LABEL}={placement}",
-            missing_ok=True,
-        )
-        return _items(answer, f"{PLACEMENT_GROUP}/{PLACEMENT_VERSION}", "PlacementDecision")
+        selector = f"{PLACEMENT_LABEL}={placement}"
+        return self._labelled(PLACEMENT_GROUP, PLACEMENT_VERSION, "PlacementDecision", namespace, selector)
 
     def manifest_works(self, namespace: str, addon: str) -> list[dict[str, Any]]:
         """The ManifestWorks in cluster namespace ``namespace`` labelled ``open-cluster-management.io/addon-name=
         <addon>``, sorted by name, each with its ``apiVersion`` and ``kind``; empty when none."""
-        answer = _call(
-            f"list manifestworks of add-on {addon} in {namespace}",
-            client.CustomObjectsApi(self._api).list_namespaced_custom_object,
-            WORK_GROUP,
-            WORK_VERSION,
-            namespace,
-            "manifestworks",
-            label_selector=f"{ADDON_LABEL}={addon}",
-            missing_ok=True,
-        )
-        return _items(answer, f"{WORK_GROUP}/{WORK_VERSION}", "ManifestWork")
+        return self._labelled(WORK_GROUP, WORK_VERSION, "ManifestWork", namespace, f"{ADDON_LABEL}={addon}")
 
     def addon_templates(self, addon: str) -> list[dict[str, Any]]:
         """The AddOnTemplates (cluster-scoped) whose ``spec.addonName`` is ``addon``, sorted by name, each with its
@@ -189,6 +170,22 @@ class Cluster:
         )
         found = _items(answer, f"{ADDON_GROUP}/{ADDON_VERSION}", "AddOnTemplate")
         return [item for item in found if (item.get("spec") or {}).get("addonName") == addon]
+
+    def _labelled(self, group: str, version: str, kind: str, namespace: str, selector: str) -> list[dict[str, Any]]:
+        """The objects of ``kind`` (plural: its lower-cased name and ``s``) in ``namespace`` matching the label
+        ``selector``, sorted by name; empty when none or the kind is not served."""
+        plural = f"{kind.lower()}s"
+        answer = _call(
+            f"list {plural} in {namespace} ({selector})",
+            client.CustomObjectsApi(self._api).list_namespaced_custom_object,
+            group,
+            version,
+            namespace,
+            plural,
+            label_selector=selector,
+            missing_ok=True,
+        )
+        return _items(answer, f"{group}/{version}", kind)
 
     # What ``upgrade-gate doctor`` reads (``webhook.controller.doctor``): plain JSON dicts, as the API serves them.
     # Plain GETs through the ApiClient (its authentication and TLS), not the generated API classes: importing those
