@@ -35,9 +35,9 @@ Outside the tree, on purpose a ``BaseException`` so that no ``except Exception``
 library's catch-all) can swallow it: ``DeadlineExceeded``, the request deadline passed during an evaluation; the
 webhook answers it with its 504 refusal.
 
-Also outside the tree, and never leaving the module that defines them: five private signals of control flow,
+Also outside the tree, and never leaving the module that defines them: four private signals of control flow,
 each caught a few lines from where it is raised and turned into an answer there: ``serve.app``'s ``_TooLarge``
-(HTTP 413) and ``_Gone`` (the client left), ``plan.addons``' ``_Invalid`` (a manifest problem row), and the two
+(HTTP 413) and ``_Gone`` (the client left), and the two
 ``_BadValue`` of ``cel.values`` and ``cel.celexpr.values`` (a value CEL cannot carry, raised as
 a ``CelEvaluationError``).
 
@@ -74,7 +74,9 @@ class CatalogError(InputError):
 
 
 class ManifestError(InputError):
-    """A Kubernetes manifest is malformed or is not the kind expected; the message names file and line."""
+    """A Kubernetes manifest is malformed or is not the kind expected; the message names file and line (but for
+    ``plan.addonstate.AddOnFieldError``, a field of an add-on manifest, which carries its document and path and
+    becomes the add-on's ``invalid`` row with file and line where it is caught)."""
 
 
 class PolicyLoadError(InputError):
