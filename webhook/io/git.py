@@ -211,7 +211,7 @@ class Repo:
 
     def push(self, updates: Iterable[RefUpdate], prefix: str, base: str) -> PushResult:
         """Push every update at once with a lease per ref; raises ``GitError`` when the remote is unreachable
-        (no per-ref verdict), or when asked to push the base branch or a branch outside ``prefix``."""
+        (no status line per ref), or when asked to push the base branch or a branch outside ``prefix``."""
         updates = list(updates)
         if not updates:
             return PushResult((), {})
@@ -223,17 +223,17 @@ class Repo:
             args.insert(2, f"--force-with-lease={ref}:{update.expected or ''}")
             args.append(f"{update.new}:{ref}" if update.new else f":{ref}")
         output = self.run(*args, check=False)
-        verdicts = {}
+        statuses = {}
         for line in output.splitlines():
             parts = line.split("\t")
             if len(parts) >= 3 and ":" in parts[1]:
-                verdicts[parts[1].rsplit(":", 1)[1].removeprefix("refs/heads/")] = (parts[0], parts[2])
-        missing = [u.branch for u in updates if u.branch not in verdicts]
+                statuses[parts[1].rsplit(":", 1)[1].removeprefix("refs/heads/")] = (parts[0], parts[2])
+        missing = [u.branch for u in updates if u.branch not in statuses]
         if missing:
             self.run(*args)  # the whole push failed (unreachable remote, auth): raise with git's message
-            raise GitError(f"git push: no verdict for {', '.join(missing)}")
-        accepted = tuple(b for b, (flag, _) in verdicts.items() if flag != "!")
-        rejected = {b: summary for b, (flag, summary) in verdicts.items() if flag == "!"}
+            raise GitError(f"git push: no status for {', '.join(missing)}")
+        accepted = tuple(b for b, (flag, _) in statuses.items() if flag != "!")
+        rejected = {b: summary for b, (flag, summary) in statuses.items() if flag == "!"}
         return PushResult(accepted, rejected)
 
     def _diffs(self, commits: Sequence[str]) -> dict[str, tuple[FileChange, ...]]:
