@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import shlex
@@ -17,7 +18,9 @@ import yaml
 from tests import apiserver as harness
 from tests.tools import build
 from webhook.cli.review import review
+from webhook.plan import AddOnContext, plan_addon, read_addons
 from webhook.sync.config import load_config, parse_duration
+from webhook.sync.views import ObjectsView, observe
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -28,6 +31,30 @@ def test_the_hub_example_soaks_canaries_as_long_as_the_bundled_policies_do() -> 
     config = load_config(EXAMPLES / "gitops-hub")
     assert config.addons is not None
     assert config.addons.canary_soak == parse_duration(settings["addonCanarySoak"])
+
+
+def test_the_hub_example_proposes_the_canary_template_first() -> None:
+    """The hub example on a hub serving its objects: the canary placement moves to hello-template-v2 first."""
+    hub = EXAMPLES / "gitops-hub"
+    found = read_addons(hub, ["addons"])
+    assert found.problems == ()
+    [addon] = [a for a in found.addons if a.name == "hello-template"]
+    texts = {file: (hub / file).read_text() for file in addon.files}
+    config = load_config(hub)
+    assert config.addons is not None
+    canaries = config.addons.canary_placements
+    context = AddOnContext(
+        canaries, config.addons.canary_soak, config.branch_prefix, datetime.datetime.now(datetime.UTC)
+    )
+    view = ObjectsView(doc.manifest for doc in (addon.management, *found.templates) if doc is not None)
+    plan = plan_addon(addon, texts, observe(view, addon, canaries, "cluster"), context)
+    assert plan.change is not None, plan.outcome
+    assert plan.change.title == "Upgrade add-on hello-template to hello-template-v2 (v2.0.0) on its canaries"
+    assert plan.change.addon is not None
+    assert [row.what for row in plan.change.addon.rollout] == [
+        "placement default/canary-placement (canary)",
+        "placement default/global-placement",
+    ]
 
 
 def test_the_argo_cd_and_flux_examples_track_the_main_branch_as_no_release_is_tagged() -> None:
