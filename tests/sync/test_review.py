@@ -25,6 +25,10 @@ from webhook.io.forges.fake import FakeGitHub
 from webhook.plan.requests import DEFAULT_APPLIER as ARGOCD
 
 BRANCH = "upgrade-gate/cloudnative-pg"
+ADDON_BRANCH = "bump-helloworld"
+ADDONS = ROOT / "tests" / "data" / "gitops" / "addons"
+MANAGEMENT = "clusters/hub/addons/helloworld.yaml"
+MANAGED = "clusters/hub/addons/managed.yaml"
 REVISION = "clusters/prod/revisions/cloudnative-pg-1.30.0.yaml"
 EXTENSION = "clusters/prod/extensions/cloudnative-pg.yaml"
 TEAM = "example-org/platform-admins"
@@ -502,32 +506,150 @@ def test_a_change_that_repairs_broken_base_policies_is_compared_with_nothing(wor
     ]
 
 
-def test_a_managed_cluster_add_on_update_is_reviewed_in_its_cluster_namespace(world: World) -> None:
-    shutil.copytree(
-        ROOT / "tests" / "data" / "gitops" / "addons" / "clusters", world.human / "clusters", dirs_exist_ok=True
-    )
+def addons(world: World, *, cluster3: str = "v1") -> None:
+    """The helloworld add-on (tests/data/gitops/addons, cluster3 at ``cluster3``) and the bundled policies in the
+    repository; then a branch."""
+    shutil.copytree(ADDONS / "clusters", world.human / "clusters", dirs_exist_ok=True)
+    edit_cluster3(world, "installVersion: v1", f"installVersion: {cluster3}")
     world.set_config(lambda text: text + "addons:\n  manifests: clusters/hub/addons\n  installed: status\n")
     gate(world)
-    git(world.human, "checkout", "--quiet", "-b", "pin")
-    managed = world.human / "clusters" / "hub" / "addons" / "managed.yaml"
-    first, second = managed.read_text().split("---\n")
-    managed.write_text(first + "---\n" + second.replace("installVersion: v1", "installVersion: v3"))
-    git(world.human, "commit", "--quiet", "-am", "pin cluster3 to v3")
+    git(world.human, "checkout", "--quiet", "-b", ADDON_BRANCH)
+
+
+def edit_cluster3(world: World, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in cluster3's ManagedClusterAddOn (the second document of its file)."""
+    first, second = (world.human / MANAGED).read_text().split("---\n")
+    (world.human / MANAGED).write_text(first + "---\n" + second.replace(old, new))
+
+
+def commit(world: World, message: str) -> None:
+    git(world.human, "commit", "--quiet", "-am", message)
+
+
+def addon_pull(world: World, old: str, new: str) -> int:
+    """A person's pull request replacing ``old`` by ``new`` in helloworld's ClusterManagementAddOn; its number."""
+    addons(world)
+    world.write(MANAGEMENT, (world.human / MANAGEMENT).read_text().replace(old, new))
+    commit(world, "edit helloworld")
+    git(world.human, "push", "--quiet", "origin", f"HEAD:{ADDON_BRANCH}")
+    shas = [git(world.human, "rev-parse", ref).strip() for ref in ("HEAD", "origin/main")]
+    number = world.github.open_pull(ADDON_BRANCH, "main", head_sha=shas[0], base_sha=shas[1])
+    world.forge.add_team_member(TEAM, "alice")
+    return number
+
+
+def test_a_managed_cluster_add_on_update_is_reviewed_in_its_cluster_namespace(world: World) -> None:
+    addons(world)
+    edit_cluster3(world, "installVersion: v1", "installVersion: v3")
+    commit(world, "pin cluster3 to v3")
     keys = ("file", "line", "operation", "verdict", "policy", "binding", "message")
     code, rows = results(world, "--base", "origin/main", "--head", "HEAD", keys=keys)
     assert code == 1
+    line = line_of(world, MANAGED, "installVersion: v3")
     assert rows == [
         {
-            "file": "clusters/hub/addons/managed.yaml",
-            "line": line_of(world, "clusters/hub/addons/managed.yaml", "installVersion: v3"),
+            "file": MANAGED,
+            "line": line,
             "operation": "UPDATE",
             "verdict": "denied",
             "policy": "upgrade-gate-addon-install-version",
             "binding": "upgrade-gate-addon-install-version",
             "message": 'add-on helloworld on cluster cluster3: installVersion "v3" is not a supported version; '
             "supported versions: v1, v2",
-        }
+        },
+        {
+            "file": MANAGED,
+            "line": line,
+            "operation": "UPDATE (approval)",
+            "verdict": "denied",
+            "policy": "",
+            "binding": "",
+            "message": "upgrading or rolling back add-on helloworld on cluster cluster3 needs an approving reviewer: "
+            "review a pull request (--pull) or name one (--as)",
+        },
     ]
+
+
+def test_a_placement_upgrade_approved_by_a_member_of_an_approver_team_passes(world: World) -> None:
+    number = addon_pull(world, 'installVersion: "v1"', 'installVersion: "v2"')
+    world.forge.approve(number, "alice")
+    code, rows = results(world, "--pull", str(number))
+    assert code == 0
+    assert rows == [
+        {"file": MANAGEMENT, "operation": "UPDATE", "as": ARGOCD, "verdict": "admitted", "message": ""},
+        {
+            "file": MANAGEMENT,
+            "operation": "UPDATE (approval)",
+            "as": "alice (platform-admins, system:authenticated)",
+            "verdict": "admitted",
+            "message": "",
+        },
+    ]
+
+
+def test_a_placement_upgrade_without_an_approver_among_its_reviewers_is_denied(world: World) -> None:
+    """The trusted applier is admitted, on the strength of a review that no approver gave."""
+    number = addon_pull(world, 'installVersion: "v1"', 'installVersion: "v2"')
+    world.forge.approve(number, "bob")
+    keys = ("as", "verdict", "policy", "message", "approvers")
+    code, rows = results(world, "--pull", str(number), keys=keys)
+    assert code == 1
+    assert [(r["as"], r["verdict"]) for r in rows] == [(ARGOCD, "admitted"), ("bob (system:authenticated)", "denied")]
+    assert rows[1]["policy"] == "upgrade-gate-addon-placements"
+    assert rows[1]["message"].startswith(
+        'user "bob" may not upgrade add-on helloworld on placement default/canary-placement: approvers are members '
+        f"of [upgrade-approvers, platform-admins], or the GitOps appliers [{ARGOCD}] applying a change reviewed in Git"
+    )
+    assert rows[1]["approvers"] == APPROVERS
+
+
+def test_a_placement_upgrade_without_an_approving_review_is_denied(world: World) -> None:
+    number = addon_pull(world, 'installVersion: "v1"', 'installVersion: "v2"')
+    code, rows = results(world, "--pull", str(number), keys=("verdict", "message", "approvers"))
+    assert code == 1
+    assert rows[1] == {
+        "verdict": "denied",
+        "message": "upgrading or rolling back add-on helloworld needs an approving review in the pull request, "
+        "and it has none",
+        "approvers": APPROVERS,
+    }
+
+
+def test_an_add_on_change_that_moves_no_version_needs_no_reviewer(world: World) -> None:
+    number = addon_pull(world, "  name: helloworld\n", "  name: helloworld\n  labels: {team: apps}\n")
+    code, rows = results(world, "--pull", str(number), keys=("operation", "verdict"))
+    assert (code, rows) == (0, [{"operation": "UPDATE", "verdict": "admitted"}])
+
+
+@pytest.mark.parametrize(
+    ("reviewer", "verdict", "message"),
+    [
+        (("--as", "alice", "--as-group", "upgrade-approvers"), "admitted", ""),
+        (
+            ("--as", "bob"),
+            "denied",
+            'user "bob" may not roll back add-on helloworld on cluster cluster3: approvers are members of '
+            f"[upgrade-approvers, platform-admins], or the GitOps appliers [{ARGOCD}] applying a change "
+            "reviewed in Git",
+        ),
+    ],
+    ids=["an approver", "anyone else"],
+)
+def test_a_cluster_rollback_in_refs_is_reviewed_as_the_reviewer_named(
+    world: World, reviewer: tuple[str, ...], verdict: str, message: str
+) -> None:
+    addons(world, cluster3="v2")
+    edit_cluster3(world, "installVersion: v2", "installVersion: v1")
+    edit_cluster3(
+        world,
+        "  namespace: cluster3\n",
+        "  namespace: cluster3\n  annotations: {upgrade-gate.io/acknowledge-rollback: v1}\n",
+    )
+    commit(world, "roll cluster3 back to v1")
+    code, rows = results(world, "--base", "origin/main", "--head", "HEAD", *reviewer)
+    assert [(r["operation"], r["verdict"]) for r in rows] == [("UPDATE", "admitted"), ("UPDATE (approval)", verdict)]
+    assert rows[1]["message"] == message
+    assert code == (0 if verdict == "admitted" else 1)
 
 
 def comments(world: World, number: int) -> list[str]:

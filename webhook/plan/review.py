@@ -5,12 +5,16 @@ and updates first, against a store holding the base objects as the cluster store
 after the mutating policies of its CREATE) and the policies' params, then the prune of deleted objects. An
 UPDATE's ``oldObject`` and a DELETE's are the stored base object.
 
-A revision approval (``spec.approved`` becomes true) must in addition be admitted for an approving reviewer of
-the pull request (user name: the forge login; groups: the Kubernetes groups ``policyCheck.teams`` maps the
-reviewer's teams to, and ``system:authenticated``), because a trusted applier (the settings' ``gitopsAppliers``)
-is admitted on the strength of that review. When the manifest names its reviewer in the annotation
-``upgrade-gate.io/reviewed-by``, that reviewer must have approved and be admitted. Without any approving
-reviewer the approval is denied.
+An approval must in addition be admitted for an approving reviewer of the pull request (user name: the forge
+login; groups: the Kubernetes groups ``policyCheck.teams`` maps the reviewer's teams to, and
+``system:authenticated``), because a trusted applier (the settings' ``gitopsAppliers``) is admitted on the strength
+of that review. An approval is a revision approval (``spec.approved`` becomes true) or an add-on upgrade or
+rollback, which the bundled add-on policies let only an approver write: a ClusterManagementAddOn UPDATE that moves
+a placement's version or configs (``webhook.ocm.placement_changes``: Upgrading or Rollingback), or a
+ManagedClusterAddOn UPDATE that moves its effective version (``installVersion``, else the ClusterManagementAddOn's
+``defaultVersion``, both as the store holds them) or its non-empty ``spec.configs`` to another set. When the
+manifest names its reviewer in the annotation ``upgrade-gate.io/reviewed-by``, that reviewer must have approved
+and be admitted. Without any approving reviewer the approval is denied.
 
 Each evaluation is a ``Result`` row: ``admitted``, ``denied`` (the change fails), ``not counted`` (a reviewer
 denied while another reviewer's approval stands), ``invalid`` (a changed file that is not YAML or not a
@@ -24,6 +28,9 @@ else the document's first line. A denial's message is the policy's own, its poli
 (``webhook.policy.Denial``), not the API server's wording of the three in one text. The rows of an approval that is
 not admitted name who may approve: the ``approverGroups`` of the policies' settings and the forge teams
 ``policyCheck.teams`` maps to them (``None`` when the settings name no approver group).
+
+A malformed add-on (a placement without a name, a malformed ``defaultVersion``) makes no approval here: the
+policies' own evaluation of the write denies it.
 """
 
 from __future__ import annotations
@@ -33,7 +40,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from webhook.plan.changes import GOVERNED_KINDS, Manifest, ObjectChange, describe
+from webhook.errors import InputError
+from webhook.ocm import (
+    AddOnVersions,
+    VersionChange,
+    classify,
+    classify_configs,
+    is_addon_version,
+    placement_changes,
+)
+from webhook.plan.changes import GOVERNED_KINDS, Key, Manifest, ObjectChange, describe
 from webhook.plan.manifests import MANAGED_ADDON_KIND, MANAGEMENT_ADDON_KIND, REVISION_KIND, Problem
 from webhook.plan.requests import Evaluator, UserInfo, admission_request
 from webhook.plan.verdicts import approver_groups
@@ -50,6 +66,7 @@ _VERSIONS: Mapping[str, Path] = {
     MANAGED_ADDON_KIND: ("spec", "installVersion"),
 }
 _PLACEMENTS: Path = ("spec", "installStrategy", "placements")
+_MOVES = (VersionChange.UPGRADING, VersionChange.ROLLINGBACK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +158,9 @@ def review(inputs: Review) -> list[Result]:
         if change.operation == "DELETE":
             continue
         old = stored.get(subject.key) if change.old is not None else None
-        rows, applied = _apply(apply, change, old, inputs)
-        if _approves(subject.object, old):
+        approval = _approval(subject.object, old, stored)
+        rows, applied = _apply(apply, change, old, inputs, approval)
+        if approval:
             rows = [r if r.verdict == "admitted" else replace(r, approvers=approvers) for r in rows]
         results += rows
         if applied is not None:
@@ -233,10 +251,10 @@ def _stored(
 
 
 def _apply(
-    evaluator: Evaluator, change: ObjectChange, old: Mapping[str, Any] | None, inputs: Review
+    evaluator: Evaluator, change: ObjectChange, old: Mapping[str, Any] | None, inputs: Review, approval: str
 ) -> tuple[list[Result], Mapping[str, Any] | None]:
-    """The applier's CREATE or UPDATE, and for an approval the reviewers' rows, at the line that decides; with
-    the object the cluster then stores (``None`` when denied)."""
+    """The applier's CREATE or UPDATE, and for an approval (``approval``, see ``_approval``) the reviewers' rows,
+    at the line that decides; with the object the cluster then stores (``None`` when denied)."""
     assert change.new is not None  # creates and updates have a new side
     new = change.new.object
     operation = change.operation
@@ -246,29 +264,35 @@ def _apply(
     decision = admission.validated
     rows = [_decided(change.new, operation, inputs.applier.username, decision)]
     applied = admission.patched if decision.allowed else None
-    if _approves(new, old):
+    if approval:
         annotation = str((new.get("metadata", {}).get("annotations") or {}).get(REVIEWED_BY, "")).strip()
-        if decision.allowed and not annotation:
+        if decision.allowed and not annotation and _approves(new, old):
             note = (
                 f"spec.approvedBy will record {inputs.applier.username}; the annotation {REVIEWED_BY}: <login> "
                 "records the reviewer"
             )
             rows[0] = replace(rows[0], message=note)
-        rows += _reviewers(evaluator, change.new, request, annotation, inputs)
+        rows += _reviewers(evaluator, change.new, request, annotation, inputs, approval=approval)
     return [replace(r, line=line) for r in rows], applied
 
 
 def _reviewers(
-    evaluator: Evaluator, manifest: Manifest, request: Mapping[str, Any], annotation: str, inputs: Review
+    evaluator: Evaluator,
+    manifest: Manifest,
+    request: Mapping[str, Any],
+    annotation: str,
+    inputs: Review,
+    *,
+    approval: str,
 ) -> list[Result]:
-    """Rows for the approving reviewers: at least one (the annotated one, when named) must be admitted."""
+    """Rows for the approving reviewers of ``approval``: at least one (the annotated one, when named) must be
+    admitted."""
     operation = f"{request['operation']} (approval)"
-    name = manifest.key[3]
     if inputs.reviewers is None:
-        message = f"approving {name} needs an approving reviewer: review a pull request (--pull) or name one (--as)"
+        message = f"{approval} needs an approving reviewer: review a pull request (--pull) or name one (--as)"
         return [_row(manifest, operation, "-", "denied", message, role="reviewer")]
     if not inputs.reviewers:
-        message = f"approving {name} needs an approving review in the pull request, and it has none"
+        message = f"{approval} needs an approving review in the pull request, and it has none"
         return [_row(manifest, operation, "-", "denied", message, role="reviewer")]
     logins = [r.identity.username for r in inputs.reviewers]
     decisions = {}
@@ -295,11 +319,51 @@ def _reviewers(
     return rows
 
 
+def _approval(new: Mapping[str, Any], old: Mapping[str, Any] | None, stored: Mapping[Key, Mapping[str, Any]]) -> str:
+    """What a write of ``new`` over ``old`` (``None``: a create) approves, as the reviewers' rows name it
+    (``approving NAME``, ``upgrading or rolling back add-on NAME[ on cluster NS]``); ``''`` when it is no
+    approval (module docstring). ``stored`` holds the ClusterManagementAddOn a ManagedClusterAddOn follows."""
+    name, kind = str(new["metadata"]["name"]), new.get("kind")
+    if _approves(new, old):
+        return f"approving {name}"
+    try:
+        if old is not None and kind == MANAGEMENT_ADDON_KIND and _moves_placements(new, old):
+            return f"upgrading or rolling back add-on {name}"
+        if old is not None and kind == MANAGED_ADDON_KIND and _moves_managed_addon(new, old, stored):
+            return f"upgrading or rolling back add-on {name} on cluster {new['metadata'].get('namespace', '')}"
+    except InputError:
+        pass  # malformed: the policies' evaluation denies it
+    return ""
+
+
 def _approves(new: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
     """A ClusterExtensionRevision write that sets ``spec.approved`` true on an unapproved (or new) revision."""
     if new.get("kind") != REVISION_KIND or (new.get("spec") or {}).get("approved") is not True:
         return False
     return old is None or (old.get("spec") or {}).get("approved") is not True
+
+
+def _moves_placements(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """A ClusterManagementAddOn UPDATE that upgrades or rolls back a placement's version or configs
+    (``placement_changes``). Raises ``InputError`` for a malformed placement or config."""
+    return any(c.change in _MOVES or c.config_change in _MOVES for c in placement_changes(old, new))
+
+
+def _moves_managed_addon(
+    new: Mapping[str, Any], old: Mapping[str, Any], stored: Mapping[Key, Mapping[str, Any]]
+) -> bool:
+    """A ManagedClusterAddOn UPDATE that upgrades or rolls back its effective version (``AddOnVersions.resolve``
+    with the status of the stored ClusterManagementAddOn of its name, ``classify``; a version that does not parse
+    moves nothing, as the policy's ``addon.isVersion`` guard has it) or moves its non-empty ``spec.configs``
+    (``classify_configs``). Raises ``InputError`` for a malformed ``defaultVersion`` or config."""
+    manager = stored.get((str(new["apiVersion"]), MANAGEMENT_ADDON_KIND, "", str(new["metadata"]["name"]))) or {}
+    versions = AddOnVersions.from_status(manager.get("status"))
+    spec, previous = new.get("spec") or {}, old.get("spec") or {}
+    version, last = versions.resolve(spec.get("installVersion")), versions.resolve(previous.get("installVersion"))
+    configs = spec.get("configs") or []
+    if configs and classify_configs(previous.get("configs") or [], configs) in _MOVES:
+        return True
+    return bool(version and is_addon_version(version) and classify(last, version) in _MOVES)
 
 
 def _version_paths(manifest: Mapping[str, Any]) -> list[Path]:
