@@ -14,6 +14,8 @@ ManagedClusterAddOn's ``Progressing`` True, reason ``Progressing``, while its wo
 reason ``Completed``, copying each ``desiredConfig`` to ``lastAppliedConfig``; ``cmainstallprogression`` writes
 ``installProgressions`` with ``lastKnownGoodConfig``; the work agent writes a ManifestWork's ``Applied`` /
 ``Available`` / ``Degraded`` conditions with the ``observedGeneration`` they are about, api ``work/v1/types.go``).
+The add-ons' spec writes (their upgrades and rollbacks) come from an approver, alice in upgrade-approvers, as the
+bundled policies want; mallory, in developers, may write add-ons (cluster-admin) but is no approver.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.apiserver import ROOT, ApiServer, wait_for
+from tests.apiserver import ROOT, ApiServer, cluster_admin, wait_for
 from tests.integration.conftest import Webhook, serving
+from tests.integration.olm import APPROVER, APPROVER_GROUP
 
 CRDS = ROOT / "tests" / "data" / "ocm" / "crds"
 HUB = "ocm-hub"
@@ -39,6 +42,7 @@ CANARY = "hub-canary"
 FLEET = [f"hub-c{index:02d}" for index in range(1, 21)]
 GROUPS = [FLEET[0:7], FLEET[7:14], FLEET[14:20]]
 SOAK = 4  # seconds, the settings' addonCanarySoak for this module
+DEVELOPER, DEVELOPERS = "mallory", "developers"
 ADDON_GROUP = "addon.open-cluster-management.io"
 TEMPLATES = (ADDON_GROUP, "v1alpha1", "addontemplates")
 CMAS = (ADDON_GROUP, "v1alpha1", "clustermanagementaddons")
@@ -94,8 +98,8 @@ def _decide(api: client.CustomObjectsApi, placement: str, index: int, clusters: 
 
 @pytest.fixture(scope="module")
 def hub(cluster: ApiServer) -> Iterator[ApiServer]:
-    """The hub's CRDs, clusters, placements and decisions; the CRDs (and so every object of theirs) and the
-    namespaces are deleted after the module."""
+    """The hub's CRDs, clusters, placements and decisions, and cluster-admin for the developers; the CRDs (and so
+    every object of theirs), the namespaces and that binding are deleted after the module."""
     crds = sorted(CRDS.glob("*.yaml"))
     cluster.install_crds(crds)
     namespaces = [HUB, CANARY, *FLEET]
@@ -108,7 +112,8 @@ def hub(cluster: ApiServer) -> Iterator[ApiServer]:
         + [{**placement, "metadata": {"name": "canary", "namespace": HUB}, "spec": {"numberOfClusters": 1}},
            {**placement, "metadata": {"name": "fleet", "namespace": HUB},
             "spec": {"decisionStrategy": {"groups": groups}}},
-           _decision("canary", 0, "")]
+           _decision("canary", 0, ""),
+           cluster_admin("hub-developers", {"kind": "Group", "name": DEVELOPERS})]
         + [_decision("fleet", index, f"group-{index}") for index in range(len(GROUPS))]
     )  # fmt: skip
     objects = client.CustomObjectsApi(cluster.client())
@@ -124,6 +129,8 @@ def hub(cluster: ApiServer) -> Iterator[ApiServer]:
     for name in namespaces:
         with contextlib.suppress(ApiException):
             core.delete_namespace(name)
+    with contextlib.suppress(ApiException):
+        client.RbacAuthorizationV1Api(cluster.client()).delete_cluster_role_binding("hub-developers")
 
 
 @pytest.fixture(scope="module")
@@ -149,11 +156,13 @@ def _rendered(name: str) -> str:
 
 
 class AddOn:
-    """One add-on on the hub, written as the addon manager and the work agents would write it."""
+    """One add-on on the hub, written as the addon manager and the work agents would write it; its
+    ClusterManagementAddOn and ManagedClusterAddOn specs as an approver (``write``)."""
 
     def __init__(self, server: ApiServer, name: str, *, deadline: str = "None", version: str = "v1") -> None:
         self.server, self.name, self.deadline, self.version = server, name, deadline, version
         self.api = client.CustomObjectsApi(server.client())
+        self.approver = client.CustomObjectsApi(server.client(APPROVER, APPROVER_GROUP))
         self.placements = {"canary": f"{name}-{version}", "fleet": f"{name}-{version}"}
 
     def template(self, version: str) -> None:
@@ -228,18 +237,21 @@ class AddOn:
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": self.name, "namespace": "default"},
                 "data": {"version": version}}  # fmt: skip
 
-    def write(self, obj: dict[str, Any], *, dry_run: bool = False) -> str | None:
-        """CREATE or UPDATE the CMA, or UPDATE a cluster's MCA (server-side dry run: admitted, not stored); None when
-        admitted, else why not."""
+    def write(
+        self, obj: dict[str, Any], *, dry_run: bool = False, by: client.CustomObjectsApi | None = None
+    ) -> str | None:
+        """CREATE or UPDATE the CMA, or UPDATE a cluster's MCA (server-side dry run: admitted, not stored), as the
+        approver or ``by``; None when admitted, else why not."""
         dry = "All" if dry_run else None
+        api = by or self.approver
         try:
             if obj["kind"] == "ManagedClusterAddOn":
                 where = _in(MCAS, obj["metadata"]["namespace"])
-                self.api.replace_namespaced_custom_object(*where, self.name, obj, dry_run=dry)
+                api.replace_namespaced_custom_object(*where, self.name, obj, dry_run=dry)
             elif "resourceVersion" in obj["metadata"]:
-                self.api.replace_cluster_custom_object(*CMAS, self.name, obj, dry_run=dry)
+                api.replace_cluster_custom_object(*CMAS, self.name, obj, dry_run=dry)
             else:
-                self.api.create_cluster_custom_object(*CMAS, obj, dry_run=dry)
+                api.create_cluster_custom_object(*CMAS, obj, dry_run=dry)
         except ApiException as error:
             return str(json.loads(error.body or "{}").get("message"))
         return None
@@ -340,20 +352,28 @@ def installed(server: ApiServer, name: str, *, deadline: str = "None", version: 
         addon.cleanup()
 
 
-def answered(addon: AddOn, obj: dict[str, Any], pattern: str, *, timeout: float = 20.0) -> None:
-    """The write of ``obj`` (the CMA, or a cluster's MCA) is answered ``pattern`` (a regular expression over the
-    message; ``''``: admitted): probed with dry runs until the gate's caches have caught up, then written for real."""
+def answered(
+    addon: AddOn,
+    obj: dict[str, Any],
+    pattern: str,
+    *,
+    timeout: float = 20.0,
+    by: client.CustomObjectsApi | None = None,
+) -> None:
+    """The write of ``obj`` (the CMA, or a cluster's MCA) as the approver (or ``by``) is answered ``pattern`` (a
+    regular expression over the message; ``''``: admitted): probed with dry runs until the gate's caches have
+    caught up, then written for real."""
     answers: list[str | None] = []
 
     def probe() -> bool:
-        answers.append(addon.write(obj, dry_run=True))
+        answers.append(addon.write(obj, dry_run=True, by=by))
         return re.fullmatch(pattern, answers[-1] or "") is not None
 
     try:
         wait_for(probe, f"the answer {pattern!r}", timeout=timeout)
     except AssertionError as error:
         raise AssertionError(f"{error}; last answer: {answers[-1]}") from None
-    final = addon.write(obj)
+    final = addon.write(obj, by=by)
     assert re.fullmatch(pattern, final or ""), final
 
 
@@ -525,3 +545,16 @@ def test_an_add_on_upgrade_is_held_by_a_freeze_window(hub, webhook):
             f"add-on hello-frozen: upgrading placement {HUB}/canary is held by the freeze window Mon-Sun "
             "00:00-24:00 (settings freezeWindows, UTC); rollbacks are not held"
         ))  # fmt: skip
+
+
+def test_a_template_bump_by_a_writer_outside_the_approver_groups_is_denied(hub, webhook):
+    """RBAC lets mallory write add-ons; the gate lets only an approver move one (as a revision approval), and
+    leaves a write that moves nothing to anybody RBAC allows."""
+    developer = client.CustomObjectsApi(hub.client(DEVELOPER, DEVELOPERS))
+    with installed(hub, "hello-who") as addon:
+        answered(addon, addon.move("canary", "v2"), denial(
+            f'user "{DEVELOPER}" may not upgrade add-on hello-who on placement {HUB}/canary: approvers are members '
+            "of [upgrade-approvers, platform-admins]"
+        ), by=developer)  # fmt: skip
+        answered(addon, addon.move("canary", "v2"), "")  # alice, in upgrade-approvers, may
+        answered(addon, addon.cma({"example.com/owner": "team-apps"}), "", by=developer)  # moves nothing
