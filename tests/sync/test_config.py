@@ -101,9 +101,9 @@ def test_the_example_hub_repository_reads_as_documented() -> None:
         ("addons",), "cluster", ("default/canary-placement",), datetime.timedelta(hours=1)
     )
     assert (config.extensions, config.catalogs) == ((), ())
-    assert [a.name for a in read_addons(ROOT / "examples" / "gitops-hub", config.addons.manifests).addons] == [
-        "helloworld"
-    ]
+    found = read_addons(ROOT / "examples" / "gitops-hub", config.addons.manifests)
+    assert [a.name for a in found.addons] == ["hello-template", "helloworld"]
+    assert [t.manifest["metadata"]["name"] for t in found.templates] == ["hello-template-v1", "hello-template-v2"]
 
 
 def test_the_policy_check_applier_defaults_to_argo_cds_application_controller() -> None:
