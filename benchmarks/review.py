@@ -24,7 +24,7 @@ from pathlib import Path
 from resolve import peak_rss_mb
 
 from webhook.plan.requests import DEFAULT_APPLIER, UserInfo
-from webhook.sync.review import ReviewOptions, run_review
+from webhook.sync.pullrequest import ReviewOptions, run_review
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW = datetime.datetime(2026, 3, 5, 12, 0, 0, tzinfo=datetime.UTC)

@@ -13,8 +13,8 @@ from tests import tables
 from webhook.errors import InputError
 from webhook.io.forges import ForgeConfig
 from webhook.plan.manifests import read_addons
+from webhook.plan.policycheck import PolicyCheckConfig
 from webhook.plan.requests import UserInfo
-from webhook.plan.verdicts import PolicyCheckConfig
 from webhook.sync.config import (
     CATALOGD_CONTENT,
     AddOnConfig,

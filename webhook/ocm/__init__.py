@@ -11,7 +11,7 @@ from webhook.ocm.addons import (
     is_addon_version,
     parse_addon_version,
 )
-from webhook.ocm.canary import CanaryVerdict, Observation, canary_gate
+from webhook.ocm.canary import CanaryGate, Observation, canary_gate
 from webhook.ocm.hub import hub_canary_gate, placement_conflicts
 from webhook.ocm.lifecycle import ADDON_LABEL, lifecycle_status
 from webhook.ocm.rollout import Placement, classify_configs, last_known_good_configs, placement_changes, render_configs
@@ -20,7 +20,7 @@ __all__ = [
     "ADDON_LABEL",
     "PROGRESSING",
     "AddOnVersions",
-    "CanaryVerdict",
+    "CanaryGate",
     "Observation",
     "Placement",
     "Reason",

@@ -180,7 +180,7 @@ def _progressing_since(conditions: Any) -> datetime.datetime | None:
 
 
 @dataclass(frozen=True)
-class CanaryVerdict:
+class CanaryGate:
     """The answer of ``canary_gate``: ``allowed``, a deterministic ``message``, and ``ready_at`` (when the
     soak ends or ended; ``None`` while some canary does not run the target)."""
 
@@ -196,7 +196,7 @@ def canary_gate(
     soak: datetime.timedelta,
     now: datetime.datetime,
     deadline: datetime.timedelta | None = None,
-) -> CanaryVerdict:
+) -> CanaryGate:
     """May ``target`` (a version, or ``render_configs`` of a config set) reach a non-canary placement?
 
     "Canary upgrade": a version reaches the other placements after the canary placement runs it
@@ -215,18 +215,18 @@ def canary_gate(
     """
     now = now if now.tzinfo else now.replace(tzinfo=datetime.UTC)
     if not canaries:
-        return CanaryVerdict(False, f"no canary runs {target}", None)
+        return CanaryGate(False, f"no canary runs {target}", None)
     ordered = sorted(canaries, key=lambda seen: seen.cluster)
     failed = [f"canary {seen.cluster} failed: {seen.failure}" for seen in ordered if seen.failure]
     if failed:
-        return CanaryVerdict(False, ", ".join(failed), None)
+        return CanaryGate(False, ", ".join(failed), None)
     behind = [seen for seen in ordered if seen.running != target or seen.since is None]
     if behind:
-        return CanaryVerdict(False, ", ".join(_behind(seen, target, now, deadline) for seen in behind), None)
+        return CanaryGate(False, ", ".join(_behind(seen, target, now, deadline) for seen in behind), None)
     latest = max(seen.since for seen in ordered if seen.since is not None)
     ready_at = latest + soak
     if ready_at > now:
-        return CanaryVerdict(
+        return CanaryGate(
             False,
             f"canaries run {target} successfully; the soak of {format_duration(soak)} ends at {format_time(ready_at)}",
             ready_at,
@@ -234,7 +234,7 @@ def canary_gate(
     names = ", ".join(seen.cluster for seen in ordered)
     since = format_time(latest)
     message = f"canaries {names} have run {target} successfully since {since}, soak {format_duration(soak)} passed"
-    return CanaryVerdict(True, message, ready_at)
+    return CanaryGate(True, message, ready_at)
 
 
 def _behind(seen: Observation, target: str, now: datetime.datetime, deadline: datetime.timedelta | None) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from webhook.conditions import find_condition
 from webhook.errors import InputError
 from webhook.ocm.addons import PROGRESSING
-from webhook.ocm.canary import UPSTREAM_FAILED, CanaryVerdict, Observation, canary_gate
+from webhook.ocm.canary import UPSTREAM_FAILED, CanaryGate, Observation, canary_gate
 from webhook.ocm.rollout import config_set, render_configs
 
 TEMPLATES = ("addon.open-cluster-management.io", "addontemplates")
@@ -74,7 +74,7 @@ def hub_canary_gate(
     soak: datetime.timedelta,
     now: datetime.datetime,
     override: bool = False,
-) -> CanaryVerdict:
+) -> CanaryGate:
     """May config set ``target`` (``AddOnConfig`` dicts) reach a placement other than ``canary_placement``
     (``NAMESPACE/NAME``) of ClusterManagementAddOn ``cma`` (or, with ``override``, a cluster outside it, as its
     ManagedClusterAddOn's own ``spec.configs``, which the canary placement need not name)?
@@ -90,7 +90,7 @@ def hub_canary_gate(
     wanted = render_configs(target)
     entry = _entry(cma, namespace, name)
     if entry is None:
-        return CanaryVerdict(False, f"the add-on has no canary placement {canary_placement}", None)
+        return CanaryGate(False, f"the add-on has no canary placement {canary_placement}", None)
     kinds = {(ref.group, ref.resource) for ref in config_set(target)}
     named = render_configs(
         [
@@ -103,16 +103,14 @@ def hub_canary_gate(
         message = (
             f"the canary placement {canary_placement} names {named or 'no such config'}, not {wanted}: move it first"
         )
-        return CanaryVerdict(False, message, None)
+        return CanaryGate(False, message, None)
     failure = _progression_failure(cma, namespace, name)
     if failure is not None:
-        return CanaryVerdict(
+        return CanaryGate(
             False, f"the install progression of the canary placement {canary_placement} failed: {failure}", None
         )
     if not canaries:
-        return CanaryVerdict(
-            False, f"the canary placement {canary_placement} selects no cluster with this add-on", None
-        )
+        return CanaryGate(False, f"the canary placement {canary_placement} selects no cluster with this add-on", None)
     observed = [Observation.of_configs(addon, works, target=target) for addon, works in canaries]
     return canary_gate(wanted, observed, soak=soak, now=now, deadline=progress_deadline(entry))
 

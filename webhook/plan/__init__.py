@@ -1,5 +1,5 @@
 """The GitOps side's pure planners: change types, extension revisions, catalog image templates, add-ons,
-pull-request bodies, policy verdicts, the admission requests a change makes (``upgrade-gate review``) and those
+pull-request bodies, policy forecasts, the admission requests a change makes (``upgrade-gate review``) and those
 plain manifests make (``upgrade-gate apply``). No I/O."""
 
 from webhook.plan.actions import PROBLEMS, Action, BranchAction, Kind
@@ -50,6 +50,7 @@ from webhook.plan.manifests import (
     render_revision,
     rfc3339,
 )
+from webhook.plan.policycheck import ApprovalCheck, PolicyCheckConfig
 from webhook.plan.requests import UserInfo
 from webhook.plan.review import (
     AUTHENTICATED,
@@ -68,7 +69,6 @@ from webhook.plan.templates import (
     plan_catalog_image,
     render_template,
 )
-from webhook.plan.verdicts import ApprovalCheck, PolicyCheckConfig
 
 __all__ = [
     "APPLY_OPERATIONS",

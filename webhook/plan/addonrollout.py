@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webhook.ocm import CanaryVerdict
+from webhook.ocm import CanaryGate
 from webhook.ocm.rolloutplan import placement_step
 from webhook.plan.addonstate import AddOnState, Pin, placement_entries, placement_key
 from webhook.plan.extensions import RolloutRow
@@ -21,14 +21,14 @@ from webhook.plan.manifests import AddOnManifests
 @dataclass(frozen=True)
 class Staged:
     """One add-on's pins split for a proposal: ``pins`` (all), ``moving`` (in this pull request), ``held`` (by the
-    canary gate's ``verdict``, ``None`` when not gated), the listed ``canaries`` placements, and ``target`` (the
+    canary ``gate``, ``None`` when not gated), the listed ``canaries`` placements, and ``target`` (the
     value the moving pins get)."""
 
     pins: Sequence[Pin]
     moving: Sequence[Pin]
     held: Sequence[Pin]
     canaries: Sequence[str]
-    verdict: CanaryVerdict | None
+    gate: CanaryGate | None
     target: str
 
     def status(self, mine: Sequence[Pin]) -> str:
@@ -36,8 +36,8 @@ class Staged:
         <why>``, or ``at <value>``."""
         if any(pin in self.moving for pin in mine):
             return f"moves to {self.target} in this pull request"
-        if any(pin in self.held for pin in mine) and self.verdict is not None:
-            return f"held by the canary gate: {self.verdict.message}"
+        if any(pin in self.held for pin in mine) and self.gate is not None:
+            return f"held by the canary gate: {self.gate.message}"
         return f"at {mine[0].value}"
 
 

@@ -38,7 +38,7 @@ from webhook.ocm import (
     parse_addon_version,
 )
 from webhook.plan.actions import Action
-from webhook.plan.addonstage import Gate, Target, stage
+from webhook.plan.addonstage import CanaryStage, Target, stage
 from webhook.plan.addonstate import (
     PLACEMENTS,
     AddOnContext,
@@ -107,14 +107,14 @@ def _stage(
     """The canary gate over the canaries' installVersion status, then ``stage``. ``pins`` are (every pin, those
     behind the target)."""
     canaries = listed_canaries(addon, state.management, context.canary_placements)
-    verdict = None
+    gate = None
     if canaries:
         try:
             observed = [Observation.of_install_version(item) for item in state.canaries]
         except InputError as error:
             reason = f"a canary ManagedClusterAddOn in {state.status_from}: {error}"
             return Outcome(addon_subject(addon.name), Action.INVALID, reason)
-        verdict = canary_gate(target, observed, soak=context.soak, now=context.now)
+        gate = canary_gate(target, observed, soak=context.soak, now=context.now)
     newest = f"{target} is the newest supported version ({', '.join(versions.supported)}, from {state.status_from})"
     return stage(
         addon,
@@ -123,7 +123,7 @@ def _stage(
         context,
         pins=pins,
         target=Target(target, target, newest, versions.supported, versions.default),
-        gate=Gate(canaries, verdict),
+        canary=CanaryStage(canaries, gate),
         unpinned="follows the defaultVersion (the addon manager moves it)",
         objects=[o for o in (state.management, *state.decisions, *state.canaries) if o is not None],
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from webhook.conditions import format_duration, format_time
 from webhook.errors import ManifestError
-from webhook.ocm import CanaryVerdict, parse_addon_version
+from webhook.ocm import CanaryGate, parse_addon_version
 from webhook.plan.actions import Action, Kind
 from webhook.plan.addonrollout import Staged, rollout_rows
 from webhook.plan.addonstate import AddOnContext, AddOnState, Pin, addon_subject, edits, updates
@@ -41,12 +41,12 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Gate:
-    """How the canary gate stands for the target: the listed ``canaries`` placements (empty: not gated) and the
-    gate's ``verdict`` (``None`` when not gated)."""
+class CanaryStage:
+    """The canary stage of a proposal: the canary ``placements`` the add-on lists (empty: not gated) and how the
+    canary ``gate`` stands for the target (``None`` when not gated)."""
 
-    canaries: tuple[str, ...]
-    verdict: CanaryVerdict | None
+    placements: tuple[str, ...]
+    gate: CanaryGate | None
 
 
 def stage(
@@ -57,28 +57,28 @@ def stage(
     *,
     pins: tuple[Sequence[Pin], Sequence[Pin]],
     target: Target,
-    gate: Gate,
+    canary: CanaryStage,
     unpinned: Sequence[Pin] | str,
     objects: Sequence[Mapping[str, Any]],
 ) -> Planned:
     """The proposal for ``pins`` (every pin, those behind ``target``): canary pins (on a listed canary placement
-    or a canary cluster) move at once, the others once ``gate`` is open, else they are held with the gate's
+    or a canary cluster) move at once, the others once canary ``gate`` is open, else they are held with the gate's
     message. Returns the ``Change``, or ``held`` (nothing may move; ``ready_at`` when the soak ends) or
     ``invalid`` (a scalar that cannot be edited). ``unpinned`` and ``objects`` go to the rollout plan and the
     facts (see ``rollout_rows``, ``AddOnFacts``)."""
     every, behind = pins
-    subject, verdict = addon_subject(addon.name), gate.verdict
+    subject, gate = addon_subject(addon.name), canary.gate
     clusters = set(state.canary_clusters)
-    canary = {id(pin) for pin in behind if pin.placement in gate.canaries or pin.cluster in clusters}
-    free = verdict is None or verdict.allowed  # no canary stage, or the canaries have soaked
-    moving = [pin for pin in behind if free or id(pin) in canary]
-    held = [pin for pin in behind if not (free or id(pin) in canary)]
+    first = {id(pin) for pin in behind if pin.placement in canary.placements or pin.cluster in clusters}
+    free = gate is None or gate.allowed  # no canary stage, or the canaries have soaked
+    moving = [pin for pin in behind if free or id(pin) in first]
+    held = [pin for pin in behind if not (free or id(pin) in first)]
     waits = ""
-    if verdict is not None:
+    if gate is not None:
         verb = "waits" if len(held) == 1 else "wait"
-        placements = ", ".join(gate.canaries)
-        waits = f"{', '.join(p.where for p in held)} {verb} for the canary placement {placements}: {verdict.message}"
-    ready_at = format_time(verdict.ready_at) if verdict is not None and verdict.ready_at else None
+        placements = ", ".join(canary.placements)
+        waits = f"{', '.join(p.where for p in held)} {verb} for the canary placement {placements}: {gate.message}"
+    ready_at = format_time(gate.ready_at) if gate is not None and gate.ready_at else None
     if not moving:
         return Outcome(subject, Action.HELD, waits, ready_at=ready_at)
     files: dict[str, str] = {}
@@ -87,7 +87,7 @@ def stage(
             files[file] = set_scalars(texts[file], file, found)
         except ManifestError as error:
             return Outcome(subject, Action.INVALID, str(error), file)
-    moves = tuple(AddOnMove(p.where, p.doc.file, _label(p), id(p) in canary) for p in moving)
+    moves = tuple(AddOnMove(p.where, p.doc.file, _label(p), id(p) in first) for p in moving)
     facts = AddOnFacts(
         addon=addon.name,
         version=target.version,
@@ -96,13 +96,13 @@ def stage(
         status_from=state.status_from,
         moves=moves,
         held=tuple(AddOnMove(p.where, p.doc.file, _label(p), False) for p in held),
-        canary=_canary(gate, target, context),
+        canary=_canary(canary, target, context),
         ready_at=ready_at,
         updates=updates(addon, state, moving, target.value),
         objects=tuple(objects),
         template=target.template,
         rollout=rollout_rows(
-            addon, state, Staged(every, moving, held, gate.canaries, verdict, target.value), unpinned=unpinned
+            addon, state, Staged(every, moving, held, canary.placements, gate, target.value), unpinned=unpinned
         ),
     )
     sentence = "; ".join(
@@ -131,11 +131,11 @@ def _label(pin: Pin) -> str:
     return pin.value if pin.value == pin.version else f"{pin.value} ({pin.version or 'no version'})"
 
 
-def _canary(gate: Gate, target: Target, context: AddOnContext) -> str:
+def _canary(canary: CanaryStage, target: Target, context: AddOnContext) -> str:
     """How the canary gate stands, in a sentence."""
-    if gate.verdict is not None:
+    if canary.gate is not None:
         soaked = f"the others once every canary has run {target.label} for {format_duration(context.soak)}"
-        return f"placement {', '.join(gate.canaries)} first, {soaked}; now: {gate.verdict.message}"
+        return f"placement {', '.join(canary.placements)} first, {soaked}; now: {canary.gate.message}"
     if not context.canary_placements:
         return "no canary placement is configured: not gated"
     return f"the add-on lists no canary placement ({', '.join(context.canary_placements)}): not gated"

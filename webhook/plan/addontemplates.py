@@ -29,12 +29,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from webhook.errors import InputError
-from webhook.ocm import CanaryVerdict, VersionChange, classify, hub_canary_gate
+from webhook.ocm import CanaryGate, VersionChange, classify, hub_canary_gate
 from webhook.ocm.hub import TEMPLATES
 from webhook.ocm.lifecycle import VERSION_LABEL
 from webhook.ocm.templates import addon_templates, is_template_ref, template_version, version_key
 from webhook.plan.actions import Action
-from webhook.plan.addonstage import Gate, Target, stage
+from webhook.plan.addonstage import CanaryStage, Target, stage
 from webhook.plan.addonstate import (
     PLACEMENTS,
     AddOnContext,
@@ -109,7 +109,7 @@ def _stage(
             f"it cannot run {target} first: name the add-on's template in its configs"
         )
         return Outcome(subject, Action.HELD, reason)
-    verdict = None
+    gate = None
     if canaries:
         if state.management is None:
             reason = (
@@ -117,7 +117,7 @@ def _stage(
             )
             return Outcome(subject, Action.UNRESOLVED, reason, addon.files[0])
         try:
-            verdict = _gate(state, canaries[0], target, context)
+            gate = _gate(state, canaries[0], target, context)
         except InputError as error:
             return Outcome(subject, Action.INVALID, f"the canaries in {state.status_from}: {error}")
     newest = f"{target} ({version}) is the add-on's newest AddOnTemplate in {state.status_from}"
@@ -129,7 +129,7 @@ def _stage(
         context,
         pins=(pins, behind),
         target=Target(target, version, newest, offered, template=target),
-        gate=Gate(canaries, verdict),
+        canary=CanaryStage(canaries, gate),
         unpinned=[pin for pin in pins if pin.where == DEFAULT_CONFIG] or "names no versioned AddOnTemplate",
         objects=[
             *(o for o in (state.management, *state.decisions, *state.canaries) if o is not None),
@@ -139,7 +139,7 @@ def _stage(
     )
 
 
-def _gate(state: AddOnState, placement: str, target: str, context: AddOnContext) -> CanaryVerdict:
+def _gate(state: AddOnState, placement: str, target: str, context: AddOnContext) -> CanaryGate:
     """``hub_canary_gate`` for the target template on ``placement``, over the canary clusters' add-ons and works."""
     assert state.management is not None
     wanted = [{"group": TEMPLATES[0], "resource": TEMPLATES[1], "name": target}]

@@ -3,7 +3,7 @@ skips), the bundle's image, deprecation notices and its own description and link
 admit approving it (for an add-on: applying it), and a footer saying how to skip the version, stop the
 proposals and re-run. A group's body (``grouping: per-cluster``) gives each member's section under its own title,
 and hidden lines naming the titles it proposes, so a group a person closed declines exactly those. Pure and
-deterministic: the same change and verdict give the same text, so an unchanged proposal never edits its pull
+deterministic: the same change and forecast give the same text, so an unchanged proposal never edits its pull
 request."""
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ MARKER = "<!-- upgrade-gate -->"
 _PROPOSES = "<!-- upgrade-gate:proposes "
 
 
-def render_body(change: Change, verdict: str | None) -> str:
-    """The body of ``change``'s pull request; ``verdict`` is the policy check's sentence (``None``: no check
+def render_body(change: Change, forecast: str | None) -> str:
+    """The body of ``change``'s pull request; ``forecast`` is the policy check's sentence (``None``: no check
     configured, and the line is left out)."""
-    lines = [_summary(change), "", *_details(change, verdict)]
+    lines = [_summary(change), "", *_details(change, forecast)]
     return _close(change, lines)
 
 
-def render_group_body(group: Change, verdicts: Mapping[str, str | None]) -> str:
+def render_group_body(group: Change, forecasts: Mapping[str, str | None]) -> str:
     """The body of a group's pull request (``grouping: per-cluster``): one section per member, headed by the
-    member's own title, with what its own pull request would say (``verdicts`` by member subject), and under
+    member's own title, with what its own pull request would say (``forecasts`` by member subject), and under
     each a hidden ``<!-- upgrade-gate:proposes <title> -->`` line that ``proposed_titles`` reads back."""
     count = len(group.members)
     lines = [
@@ -40,7 +40,7 @@ def render_group_body(group: Change, verdicts: Mapping[str, str | None]) -> str:
         "",
     ]
     for member in group.members:
-        lines += [f"### {member.title}", "", _summary(member), "", *_details(member, verdicts.get(member.subject))]
+        lines += [f"### {member.title}", "", _summary(member), "", *_details(member, forecasts.get(member.subject))]
         lines += [f"{_PROPOSES}{member.title} -->", ""]
     return _close(group, lines)
 
@@ -62,7 +62,7 @@ def _close(change: Change, lines: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _details(change: Change, verdict: str | None) -> list[str]:
+def _details(change: Change, forecast: str | None) -> list[str]:
     """What a change proposes besides its summary: the upgrade's table, deprecations, the bundle's own words and
     how to approve, or the add-on's table."""
     lines: list[str] = []
@@ -80,8 +80,8 @@ def _details(change: Change, verdict: str | None) -> list[str]:
             ("Bundle image", f"`{facts.image}`" if facts.image else "-"),
             ("Available since", facts.available_since),
         ]
-        if verdict is not None:
-            rows.append(("Policies", verdict))
+        if forecast is not None:
+            rows.append(("Policies", forecast))
         lines += ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows), ""]
         lines += [f"> **Deprecated:** {notice}" for notice in facts.deprecations]
         lines += [""] if facts.deprecations else []
@@ -101,11 +101,11 @@ def _details(change: Change, verdict: str | None) -> list[str]:
             )
             lines.append("")
     if change.addon is not None:
-        lines += _addon_rows(change.addon, verdict)
+        lines += _addon_rows(change.addon, forecast)
     return lines
 
 
-def _addon_rows(facts: AddOnFacts, verdict: str | None) -> list[str]:
+def _addon_rows(facts: AddOnFacts, forecast: str | None) -> list[str]:
     to = facts.version if facts.template is None else f"{facts.template} ({facts.version})"
     if facts.template is None:
         default = f" (default {facts.default})" if facts.default else ""
@@ -122,8 +122,8 @@ def _addon_rows(facts: AddOnFacts, verdict: str | None) -> list[str]:
     ]
     if facts.ready_at is not None:
         rows.append(("Canary soak ends", facts.ready_at))
-    if verdict is not None:
-        rows.append(("Policies", verdict))
+    if forecast is not None:
+        rows.append(("Policies", forecast))
     table = ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in rows), ""]
     applies = "installVersions" if facts.template is None else "AddOnTemplate references"
     note = (

@@ -51,8 +51,8 @@ from webhook.ocm import (
 )
 from webhook.plan.changes import GOVERNED_KINDS, Key, Manifest, ObjectChange, describe
 from webhook.plan.manifests import MANAGED_ADDON_KIND, MANAGEMENT_ADDON_KIND, REVISION_KIND, Problem
+from webhook.plan.policycheck import approver_groups
 from webhook.plan.requests import Evaluator, UserInfo, admission_request
-from webhook.plan.verdicts import approver_groups
 from webhook.plan.yamledit import Path, line_of
 from webhook.policy import Decision, PolicySet, SuiteResult
 

@@ -5,8 +5,8 @@ from webhook.plan import PROBLEMS
 from webhook.sync.config import parse_duration
 from webhook.sync.cycle import SyncOptions, run_cycle
 from webhook.sync.loop import run_loop
+from webhook.sync.pullrequest import COMMENT_MARKER, ReviewOptions, ReviewReport, post_comment, run_review
 from webhook.sync.report import ACTIONS, Report
-from webhook.sync.review import COMMENT_MARKER, ReviewOptions, ReviewReport, post_comment, run_review
 from webhook.sync.sources import ClusterView
 from webhook.sync.summary import COMMENT_LIMIT, SUMMARY_LIMIT, CiLinks, ci_links, render_markdown
 

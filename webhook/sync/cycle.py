@@ -14,7 +14,7 @@ A cycle, in order (``run_cycle``):
    branch: leave it alone if a human committed to it; skip a change a person declined by closing its pull
    request unmerged; keep a branch that already carries the change; outside the ``schedule`` windows report a
    change to push as ``waiting``; otherwise push it; withdraw a bot branch whose proposal is over; render each
-   pull request body with the policy check's verdict;
+   pull request body with the policy check's forecast;
 4. **act** (``webhook.sync.acting``): commit every change as one commit on the base branch and push every
    branch at once, each with a lease (the base branch is never pushed); open, update or close the pull
    requests, merge what automerge approved; then delete (one more push) the other grouping scheme's bot

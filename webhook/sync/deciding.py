@@ -9,7 +9,7 @@ change the policies admit approving without a person; a branch with a person's c
 (``skipped``); a change to push outside the ``schedule`` windows is ``waiting``; a branch that already carries
 its change is kept, one that must be rewritten is pushed, and a bot branch with nothing to propose any more is
 withdrawn (``merged`` when its change landed in the base branch). The pull request body, with the policy
-check's verdict, is rendered here when the cycle writes pull requests.
+check's forecast, is rendered here when the cycle writes pull requests.
 """
 
 from __future__ import annotations
@@ -167,12 +167,12 @@ def _proposal(
 
 
 def _body(inputs: CycleInputs, change: Change) -> str:
-    """The pull request body of ``change``, with the policy check's verdict on each change it proposes."""
+    """The pull request body of ``change``, with the policy check's forecast on each change it proposes."""
     approval = inputs.approval
-    verdicts = {m.subject: approval.verdict(m) if approval is not None else None for m in change.proposals}
+    forecasts = {m.subject: approval.forecast(m) if approval is not None else None for m in change.proposals}
     if change.kind == Kind.GROUP:
-        return render_group_body(change, verdicts)
-    return render_body(change, verdicts[change.subject])
+        return render_group_body(change, forecasts)
+    return render_body(change, forecasts[change.subject])
 
 
 def _undeclined(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from webhook.plan import Result
-from webhook.sync.review import ReviewReport
+from webhook.sync.pullrequest import ReviewReport
 
 COMMENT_LIMIT = 65_536
 """The longest body GitHub takes for an issue or pull request comment, in characters (GitLab's is 1,000,000)."""

@@ -59,7 +59,7 @@ from webhook.conditions import format_time
 from webhook.errors import CelEvaluationError, InputError
 from webhook.ocm import (
     AddOnVersions,
-    CanaryVerdict,
+    CanaryGate,
     Observation,
     Placement,
     canary_gate,
@@ -176,12 +176,12 @@ def _plain_duration(soak: datetime.timedelta) -> datetime.timedelta:
     return datetime.timedelta(soak.days, soak.seconds, soak.microseconds)  # a plain timedelta, whatever came in
 
 
-def _as_map(verdict: CanaryVerdict) -> dict[str, Any]:
-    ready_at = None if verdict.ready_at is None else format_time(verdict.ready_at)
-    return {"allowed": verdict.allowed, "message": verdict.message, "readyAt": ready_at}
+def _as_map(gate: CanaryGate) -> dict[str, Any]:
+    ready_at = None if gate.ready_at is None else format_time(gate.ready_at)
+    return {"allowed": gate.allowed, "message": gate.message, "readyAt": ready_at}
 
 
-def _verdict(
+def _gate(
     target: str,
     canaries: Iterable[Any],
     observe: Callable[[Mapping[str, Any]], Observation],
@@ -197,7 +197,7 @@ def version_canary_gate(
 ) -> dict[str, Any]:
     """``addon.canaryGate(version, canaries, soak, now)``: ``canary_gate`` over ``Observation.of_install_version``
     of each canary ManagedClusterAddOn (the add-on installVersion lifecycle, "Canary upgrade")."""
-    return _core(lambda: _verdict(version, canaries, Observation.of_install_version, soak, now))
+    return _core(lambda: _gate(version, canaries, Observation.of_install_version, soak, now))
 
 
 def config_canary_gate(
@@ -205,18 +205,18 @@ def config_canary_gate(
 ) -> dict[str, Any]:
     """``addon.configCanaryGate(configs, canaries, soak, now)``: ``canary_gate`` of ``render_configs(configs)``
     over ``Observation.of_configs`` of each canary ManagedClusterAddOn (upstream config-based rollout)."""
-    return _core(lambda: _verdict(render_configs(_configs(configs)), canaries, Observation.of_configs, soak, now))
+    return _core(lambda: _gate(render_configs(_configs(configs)), canaries, Observation.of_configs, soak, now))
 
 
-def _hub_verdict(configs: Any, canary: Any, soak: datetime.timedelta, now: datetime.datetime) -> dict[str, Any]:
+def _hub_gate(configs: Any, canary: Any, soak: datetime.timedelta, now: datetime.datetime) -> dict[str, Any]:
     found = _map(canary) or {}
     pairs = [(each.get("addon") or {}, each.get("works") or []) for each in _maps(found.get("clusters") or [])]
     cma, placement = found.get("managementAddOn") or {}, str(found.get("placement") or "")
     override = bool(found.get("override"))
-    verdict = hub_canary_gate(
+    gate = hub_canary_gate(
         _configs(configs) or [], pairs, cma, placement, soak=_plain_duration(soak), now=now, override=override
     )
-    return _as_map(verdict)
+    return _as_map(gate)
 
 
 def hub_gate(
@@ -225,7 +225,7 @@ def hub_gate(
     """``addon.hubCanaryGate(configs, canary, soak, now)``: ``hub_canary_gate`` of ``canary`` =
     ``{placement: 'NAMESPACE/NAME', managementAddOn: <ClusterManagementAddOn>, clusters: [{addon, works}]}`` (upstream
     config rollout on a real hub); ``override: true`` in ``canary`` for a cluster's own ``spec.configs``."""
-    return _core(lambda: _hub_verdict(configs, canary, soak, now))
+    return _core(lambda: _hub_gate(configs, canary, soak, now))
 
 
 def conflicts(_addon: Namespace, placements: Any, canary: str) -> list[str]:

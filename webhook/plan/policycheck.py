@@ -6,12 +6,13 @@ For a ClusterExtensionRevision the check builds the UPDATE AdmissionRequest the 
 
 For an add-on (``Change.addon``) it builds the UPDATE requests applying the change would make once merged: the
 ClusterManagementAddOn (cluster-scoped, with the status the addon manager wrote, as an UPDATE keeps it) when a
-placement's ``addonTemplate.installVersion`` moves, and each ManagedClusterAddOn (in its cluster's namespace)
-whose ``spec.installVersion`` moves; ``cluster.get()``/``cluster.list()`` see the param objects, the
-ClusterManagementAddOn, the canary PlacementDecisions and the canary ManagedClusterAddOns the plan read.
+placement's ``addonTemplate.installVersion`` or AddOnTemplate reference (or its default config) moves, and each
+ManagedClusterAddOn (in its cluster's namespace) whose ``spec.installVersion`` or template reference moves;
+``cluster.get()``/``cluster.list()`` see the param objects, the ClusterManagementAddOn, the canary
+PlacementDecisions, ManagedClusterAddOns and ManifestWorks, and the AddOnTemplates the plan read.
 
 Every request comes from the GitOps applier (``policyCheck.applier``: the Argo CD or Flux service account that
-applies the change once merged, so the verdict is what the cluster will answer) and runs through the policy
+applies the change once merged, so the forecast is what the cluster will answer) and runs through the policy
 engine as the webhook would (mutation, then validation of the patched object; ``PolicyEngine.admit``),
 with ``clock.now()`` at the cycle's time. The sentence also names who may approve: the approver groups of the
 policies' settings (``approverGroups`` of their param ConfigMap) and the forge teams ``policyCheck.teams`` maps
@@ -45,7 +46,9 @@ class PolicyCheckConfig:
 
 
 class ApprovalCheck:
-    """The policy set of ``config`` loaded once per cycle; ``verdict(change)`` evaluates one proposal.
+    """The policy set of ``config`` loaded once per cycle; ``forecast(change)`` says what the policies would
+    answer to one proposal.
+    to one proposal.
 
     Raises ``PolicyLoadError`` when the policies do not load (relative paths are read from ``root``).
     """
@@ -57,13 +60,13 @@ class ApprovalCheck:
         self.applied_by = f"when applied by {config.applier.username}"
         self.approvers = who_may_approve(self.policies, config.teams)
 
-    def verdict(self, change: Change) -> str | None:
+    def forecast(self, change: Change) -> str | None:
         """``would admit approving it today when applied by <applier>`` or ``would deny approving it today
         when applied by <applier>: <message>``, then who may approve (for an add-on, ``applying it``, with
         the object each denial is about); ``None`` for a change that proposes neither a revision nor an
         add-on version (removals, catalog images)."""
         if change.addon is not None:
-            return self._addon_verdict(change.addon)
+            return self._addon_forecast(change.addon)
         facts, files = change.facts, [f for f in change.files if f.content is not None]
         if facts is None or change.revision is None or not files:
             return None
@@ -75,7 +78,7 @@ class ApprovalCheck:
             verdict = f"would deny approving it today {self.applied_by}: {denial}"
         return f"{verdict}. {self.approvers}" if self.approvers else verdict
 
-    def _addon_verdict(self, facts: AddOnFacts) -> str:
+    def _addon_forecast(self, facts: AddOnFacts) -> str:
         denials = []
         for update in facts.updates:
             denial = self._denial(facts.objects, update.old, update.new)
