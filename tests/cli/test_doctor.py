@@ -29,7 +29,7 @@ from tests.controller.test_doctor import (
 )
 from tests.io.kube.fakeapi import JsonHandler, serving
 from webhook.cli import main
-from webhook.controller.doctor import CHECKS
+from webhook.controller.doctor.model import CHECKS
 
 KUBECONFIG = """apiVersion: v1
 kind: Config

@@ -17,22 +17,10 @@ import helm_python as helm
 import pytest
 import yaml
 
-from webhook.controller.doctor import (
-    BOXCUTTER,
-    CHECKS,
-    FAIL,
-    HELM,
-    OK,
-    WARN,
-    DoctorReads,
-    Observed,
-    Report,
-    boxcutter_gate,
-    condition_users,
-    diagnose,
-    examine,
-    find_operator_controllers,
-)
+from webhook.controller.doctor import DoctorReads, Observed, Report, diagnose, examine
+from webhook.controller.doctor.gatewebhooks import condition_users
+from webhook.controller.doctor.model import BOXCUTTER, CHECKS, FAIL, HELM, OK, WARN
+from webhook.controller.doctor.operatorcontroller import boxcutter_gate, find_operator_controllers
 
 ROOT = Path(__file__).resolve().parents[2]
 OLM_NAMESPACE = "olmv1-system"

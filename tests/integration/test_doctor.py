@@ -33,7 +33,7 @@ from tests.controller.test_doctor import (
     settings_config_map,
 )
 from webhook.cli import main
-from webhook.controller.doctor import CHECKS, WEBHOOK_NAMES
+from webhook.controller.doctor.model import CHECKS, WEBHOOK_NAMES
 
 RELEASE, RELEASE_NAMESPACE = "doctor", "upgrade-gate-doctor"
 SERVICE = f"{RELEASE}-upgrade-gate-webhook"
