@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webhook.ocm import CanaryGate
-from webhook.ocm.rolloutplan import placement_step
+from webhook.ocm import CanaryGate, placement_step
 from webhook.plan.addonstate import AddOnState, Pin, placement_entries, placement_key
 from webhook.plan.extensions import RolloutRow
 from webhook.plan.manifests import AddOnManifests

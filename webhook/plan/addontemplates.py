@@ -29,10 +29,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from webhook.errors import InputError
-from webhook.ocm import CanaryGate, VersionChange, classify, hub_canary_gate
-from webhook.ocm.hub import TEMPLATES
-from webhook.ocm.lifecycle import VERSION_LABEL
-from webhook.ocm.templates import addon_templates, is_template_ref, template_version, version_key
+from webhook.ocm import (
+    TEMPLATES,
+    VERSION_LABEL,
+    CanaryGate,
+    VersionChange,
+    addon_templates,
+    classify,
+    hub_canary_gate,
+    is_template_ref,
+    template_version,
+    version_key,
+)
 from webhook.plan.actions import Action
 from webhook.plan.addonstage import CanaryStage, Target, stage
 from webhook.plan.addonstate import (

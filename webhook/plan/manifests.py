@@ -18,7 +18,7 @@ from typing import Any
 
 from webhook.errors import ManifestError
 from webhook.manifests import iter_yaml_documents, manifest_files, read_text
-from webhook.ocm.templates import TEMPLATE_KIND
+from webhook.ocm import TEMPLATE_KIND
 from webhook.olm import API_VERSION, ClusterExtension, RevisionProposal
 
 REVISION_KIND = "ClusterExtensionRevision"

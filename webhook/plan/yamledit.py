@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -43,7 +43,8 @@ def render_path(path: Path) -> str:
 def set_scalars(text: str, source: str, edits: Sequence[ScalarEdit]) -> str:
     """``text`` with every edit applied (the spans are found in ``text`` first, then replaced from the end, so
     edits never move each other). Raises ``ManifestError`` for invalid YAML or an edit that cannot be made."""
-    spans = sorted((_span(text, source, edit) for edit in edits), reverse=True)
+    documents = _documents(text, source)
+    spans = sorted((_span(text, documents, source, edit) for edit in edits), reverse=True)
     for start, end, replacement in spans:
         text = text[:start] + replacement + text[end:]
     return text
@@ -53,7 +54,7 @@ def line_of(text: str, source: str, line: int, path: Path) -> int:
     """The line (1-based) where ``path`` of the document starting on ``line`` is written: the deepest existing
     part of it, the document's own line when nothing is found. For error messages; never raises."""
     try:
-        node = _document(text, source, line)
+        node = _document(_documents(text, source), source, line)
     except ManifestError:
         return line
     found = line
@@ -66,8 +67,8 @@ def line_of(text: str, source: str, line: int, path: Path) -> int:
     return found
 
 
-def _span(text: str, source: str, edit: ScalarEdit) -> tuple[int, int, str]:
-    node = _document(text, source, edit.line)
+def _span(text: str, documents: Mapping[int, yaml.Node], source: str, edit: ScalarEdit) -> tuple[int, int, str]:
+    node = _document(documents, source, edit.line)
 
     def error(why: str) -> ManifestError:
         return ManifestError(f"{source}:{node.start_mark.line + 1}: cannot edit {render_path(edit.path)}: {why}")
@@ -86,15 +87,19 @@ def _span(text: str, source: str, edit: ScalarEdit) -> tuple[int, int, str]:
     return node.start_mark.index, node.end_mark.index, _render(node.style, edit.value)
 
 
-def _document(text: str, source: str, line: int) -> yaml.Node:
+def _documents(text: str, source: str) -> dict[int, yaml.Node]:
+    """The documents of ``text`` by the line (1-based) they start on, composed once for all the edits of a file."""
     try:
-        for node in yaml.compose_all(text, Loader=_LOADER):
-            if node is not None and node.start_mark.line + 1 == line:
-                return node
+        return {node.start_mark.line + 1: node for node in yaml.compose_all(text, Loader=_LOADER) if node is not None}
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         raise ManifestError(f"{source}:{mark.line + 1 if mark else 0}: invalid YAML: {error.problem}") from None
-    raise ManifestError(f"{source}:{line}: no YAML document starts on this line")
+
+
+def _document(documents: Mapping[int, yaml.Node], source: str, line: int) -> yaml.Node:
+    if line not in documents:
+        raise ManifestError(f"{source}:{line}: no YAML document starts on this line")
+    return documents[line]
 
 
 def _child(node: yaml.Node, part: str | int) -> yaml.Node | None:

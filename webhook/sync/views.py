@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from webhook.ocm import ADDON_LABEL
-from webhook.ocm.templates import TEMPLATE_KIND
+from webhook.ocm import ADDON_LABEL, TEMPLATE_KIND
 from webhook.plan import (
     MANAGED_ADDON_KIND,
     MANAGEMENT_ADDON_KIND,
