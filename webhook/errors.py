@@ -27,6 +27,7 @@
     ├── Unavailable                  a service the command needs (the forge, the cluster) was unavailable; retry:
     │                                CLI exit 3
     └── ClusterError                 the Kubernetes API could not be reached or refused
+        ├── ClusterUnavailable       no answer, HTTP 5xx or 429 (also Unavailable)
         ├── Expired                  a watch's resourceVersion is too old (HTTP 410): relist
         ├── NotServed                the API server does not serve the kind (HTTP 404)
         └── Forbidden                the API server forbids the call (HTTP 403: RBAC)
@@ -161,6 +162,12 @@ class ForgeUnavailable(GitError, Unavailable):
 
 class ClusterError(UpgradeGateError):
     """The Kubernetes API server could not be reached or refused a call."""
+
+
+class ClusterUnavailable(ClusterError, Unavailable):
+    """The API server did not answer (connection refused, timed out), failed (HTTP 5xx) or throttled the call
+    (HTTP 429): ``<call>: <problem>``. Also a ``ClusterError``, as every failed call; a refusal (403, 422) is not
+    one."""
 
 
 class Expired(ClusterError):

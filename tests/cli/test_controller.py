@@ -58,10 +58,10 @@ def test_a_health_port_in_use_is_bad_input(tmp_path: Path) -> None:
     assert err == f"upgrade-gate: cannot serve /healthz on 127.0.0.1:{port}: Address already in use\n"
 
 
-def test_an_api_server_it_cannot_reach_is_one_line_and_exit_1(tmp_path: Path) -> None:
+def test_an_api_server_it_cannot_reach_is_one_line_and_exit_3(tmp_path: Path) -> None:
     (tmp_path / "kubeconfig").write_text(KUBECONFIG)  # nothing listens on 127.0.0.1:9
     code, stdout, err = _run("--health-port", "0", KUBECONFIG=str(tmp_path / "kubeconfig"))
-    assert (code, stdout) == (1, "")
+    assert (code, stdout) == (3, ""), "an outage: retry (docs/cli.md, exit codes)"
     assert err.startswith("upgrade-gate: get /version: ") and err.count("\n") == 1
     assert "127.0.0.1" in err and "port=9" in err
 

@@ -259,11 +259,12 @@ def test_without_any_cluster_configuration_it_exits_2(tmp_path):
     assert err.startswith("upgrade-gate: no cluster configuration: ") and err.count("\n") == 1
 
 
-def test_an_api_server_it_cannot_reach_is_one_line_and_exit_1(tmp_path):
+def test_an_api_server_it_cannot_reach_is_one_line_and_exit_3(tmp_path):
+    """An outage, not a failing check (1) nor bad input (2): retry (docs/cli.md, exit codes)."""
     path = tmp_path / "kubeconfig"
     path.write_text(KUBECONFIG.format(server="http://127.0.0.1:9"))  # nothing listens on port 9
     code, out, err = doctor("--kubeconfig", str(path))
-    assert (code, out) == (1, "")
+    assert (code, out) == (3, "")
     assert err.startswith("upgrade-gate: list deployments: ") and err.count("\n") == 1
 
 

@@ -57,7 +57,8 @@ def doctor(kubeconfig: Path | None, settings_namespace: str, strict: bool, outpu
 
     \b
     Exit codes: 0 every check ok (warnings too, unless --strict); 1 a check fails (or warns, with --strict), or
-    the cluster cannot be read; 2 no cluster configuration (no kubeconfig, or one that does not load).
+    the API server refuses a read (403); 2 no cluster configuration (no kubeconfig, or one that does not load);
+    3 the API server does not answer, fails (5xx) or throttles (429): retry.
     Reads (get, list): Deployments, Namespaces, Secrets (metadata only), ClusterObjectSets,
     ValidatingWebhookConfigurations, CustomResourceDefinitions, the settings ConfigMap; get services/proxy for
     webhook-ready. Writes nothing.

@@ -13,7 +13,7 @@ import yaml
 from kubernetes import client
 
 from tests.io.kube.fakeapi import JsonHandler, serving
-from webhook.errors import ClusterError
+from webhook.errors import ClusterError, ClusterUnavailable, Unavailable
 from webhook.io.kube.cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -35,8 +35,9 @@ class FakeApiserver(JsonHandler):
 
     def do_GET(self) -> None:
         url = urllib.parse.urlsplit(self.path)
-        if "broken" in url.path:
-            return self.answer(500, {"kind": "Status", "code": 500, "message": "etcd is down"})
+        for namespace, code in (("broken", 500), ("throttled", 429), ("forbidden", 403)):
+            if f"/namespaces/{namespace}/" in url.path:
+                return self.answer(code, {"kind": "Status", "code": code, "message": namespace})
         for item in OBJECTS:
             if url.path == f"{_path(item)}/{item['metadata']['name']}":
                 return self.answer(200, item)
@@ -78,14 +79,38 @@ def test_absent_objects_and_kinds_read_as_none_or_empty(served: tuple[Cluster, l
     assert cluster.placement_decisions("hub", "canary-placement") == [], "404: the kind is not served"
 
 
-def test_an_api_failure_is_one_cluster_error(served: tuple[Cluster, list[str]]) -> None:
+@pytest.mark.parametrize(
+    ("namespace", "text", "unavailable"),
+    [
+        pytest.param("broken", "500 Internal Server Error", True, id="HTTP 500: unavailable, retry"),
+        pytest.param("throttled", "429 Too Many Requests", True, id="HTTP 429 (API Priority and Fairness): retry"),
+        pytest.param("forbidden", "403 Forbidden", False, id="HTTP 403 (RBAC): a refusal, not an outage"),
+    ],
+)
+def test_an_api_failure_is_one_cluster_error_and_an_outage_is_unavailable(
+    served: tuple[Cluster, list[str]], namespace: str, text: str, unavailable: bool
+) -> None:
     cluster, _ = served
-    with pytest.raises(ClusterError, match=r"^get managedclusteraddon broken/helloworld: 500 Internal Server Error$"):
-        cluster.managed_cluster_addon("helloworld", "broken")
+    with pytest.raises(ClusterError, match=rf"^get managedclusteraddon {namespace}/helloworld: {text}$") as raised:
+        cluster.managed_cluster_addon("helloworld", namespace)
+    assert isinstance(raised.value, Unavailable) is unavailable
+    assert isinstance(raised.value, ClusterUnavailable) is unavailable
 
 
-def test_an_unreachable_api_server_is_one_cluster_error() -> None:
+def test_an_unreachable_api_server_is_unavailable() -> None:
     configuration = client.Configuration(host="http://127.0.0.1:9")
     configuration.retries = 0
-    with pytest.raises(ClusterError, match=r"^get clustermanagementaddon helloworld: "):
+    with pytest.raises(ClusterUnavailable, match=r"^get clustermanagementaddon helloworld: "):
         Cluster(client.ApiClient(configuration)).cluster_management_addon("helloworld")
+
+
+def test_manifest_works_and_addon_templates_are_listed_as_the_api_serves_them(
+    served: tuple[Cluster, list[str]],
+) -> None:
+    cluster, requests = served
+    assert (cluster.manifest_works("cluster1", "helloworld"), cluster.addon_templates("helloworld")) == ([], [])
+    assert requests == [
+        "/apis/work.open-cluster-management.io/v1/namespaces/cluster1/manifestworks"
+        "?labelSelector=open-cluster-management.io/addon-name%3Dhelloworld",
+        "/apis/addon.open-cluster-management.io/v1alpha1/addontemplates",
+    ]

@@ -37,7 +37,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from urllib3.exceptions import HTTPError
 
 from webhook import logs
-from webhook.errors import ClusterError, InputError, UpgradeGateError
+from webhook.errors import ClusterError, ClusterUnavailable, InputError, UpgradeGateError
 
 OLM_GROUP, OLM_VERSION = "olm.operatorframework.io", "v1"
 ADDON_GROUP, ADDON_VERSION = "addon.open-cluster-management.io", "v1alpha1"
@@ -119,7 +119,7 @@ class Cluster:
         except (ResourceNotFoundError, NotFoundError):
             return None
         except ApiException as error:
-            raise ClusterError(f"get {kind} {name}: {error.status} {error.reason}") from None
+            raise _refused(f"get {kind} {name}", error.status, error.reason) from None
         return dict(found.to_dict())
 
     def cluster_management_addon(self, name: str) -> dict[str, Any] | None:
@@ -211,7 +211,7 @@ class Cluster:
         (e.g. ``metadata.name=NAME``), each with its ``apiVersion`` and ``kind``, sorted by namespace and name."""
         query = [("labelSelector", label_selector), ("fieldSelector", field_selector)]
         answer = self._get_json("list deployments", "/apis/apps/v1/deployments", [(k, v) for k, v in query if v])
-        return self._items(answer, "apps/v1", "Deployment")
+        return _items(answer, "apps/v1", "Deployment")
 
     def secret_metadata(self, label_selector: str) -> list[dict[str, Any]]:
         """The metadata (as ``PartialObjectMetadata``: no ``data``, no ``type``) of the Secrets of every namespace
@@ -219,7 +219,7 @@ class Cluster:
         credentials off the wire; RBAC still asks for ``list`` on ``secrets``."""
         what, query = f"list secrets {label_selector}", [("labelSelector", label_selector)]
         answer = self._get_json(what, "/api/v1/secrets", query, accept=self._METADATA_LIST)
-        return self._items(answer, "v1", "Secret")
+        return _items(answer, "v1", "Secret")
 
     def cluster_object_set_metadata(self, label_selector: str) -> list[dict[str, Any]] | None:
         """The metadata of the ``ClusterObjectSets`` (``olm.operatorframework.io/v1``, written by OLM v1's
@@ -232,13 +232,13 @@ class Cluster:
             accept=self._METADATA_LIST,
             missing_ok=True,
         )
-        return None if answer is None else self._items(answer, f"{OLM_GROUP}/{OLM_VERSION}", "ClusterObjectSet")
+        return None if answer is None else _items(answer, f"{OLM_GROUP}/{OLM_VERSION}", "ClusterObjectSet")
 
     def validating_webhook_configurations(self) -> list[dict[str, Any]]:
         """Every ``admissionregistration.k8s.io/v1`` ValidatingWebhookConfiguration, sorted by name."""
         path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
         answer = self._get_json("list validatingwebhookconfigurations", path)
-        return self._items(answer, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration")
+        return _items(answer, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration")
 
     def custom_resource_definition(self, name: str) -> dict[str, Any] | None:
         """The CustomResourceDefinition ``name`` (``plural.group``), or ``None``."""
@@ -298,16 +298,8 @@ class Cluster:
         if status == 404 and missing_ok:
             return None
         if status >= 400:
-            raise ClusterError(f"{what}: {status} {reason}")
+            raise _refused(what, status, reason)
         return dict(json.loads(data))
-
-    @staticmethod
-    def _items(answer: Mapping[str, Any] | None, api_version: str, kind: str) -> list[dict[str, Any]]:
-        """The items of a list (``None``: none), each with ``api_version`` and ``kind`` (a list omits them), sorted
-        by namespace and name."""
-        items = (answer or {}).get("items") or []
-        found = [{**item, "apiVersion": api_version, "kind": kind} for item in items]
-        return sorted(found, key=lambda item: (item["metadata"].get("namespace", ""), item["metadata"]["name"]))
 
     @staticmethod
     def _segment(text: str) -> str:
@@ -376,9 +368,9 @@ class LeaseElector:
         except ApiException as error:
             if error.status == 409:
                 return self._won(False)
-            raise ClusterError(f"update {where}: {error.status} {error.reason}") from None
+            raise _refused(f"update {where}", error.status, error.reason) from None
         except (OSError, HTTPError) as error:
-            raise ClusterError(f"update {where}: {error}") from None
+            raise ClusterUnavailable(f"update {where}: {error}") from None
         return self._won(True)
 
     def keep(self, stop: threading.Event) -> None:
@@ -418,9 +410,9 @@ class LeaseElector:
                     f'namespace "{self.namespace}" does not exist: the Lease {self.name} is kept there '
                     "(POD_NAMESPACE); create the namespace, set POD_NAMESPACE, or turn leader election off"
                 ) from None
-            raise ClusterError(f"create lease {self.namespace}/{self.name}: {error.status} {error.reason}") from None
+            raise _refused(f"create lease {self.namespace}/{self.name}", error.status, error.reason) from None
         except (OSError, HTTPError) as error:
-            raise ClusterError(f"create lease {self.namespace}/{self.name}: {error}") from None
+            raise ClusterUnavailable(f"create lease {self.namespace}/{self.name}: {error}") from None
         return True
 
     def _expired(self, spec: Any, now: datetime.datetime) -> bool:
@@ -439,10 +431,10 @@ class LeaseElector:
 
 
 def _items(answer: Mapping[str, Any] | None, api_version: str, kind: str) -> list[dict[str, Any]]:
-    """The items of a list answer (``None``: the kind is not served), each with ``apiVersion`` and ``kind``, sorted
-    by name."""
-    items = [{"apiVersion": api_version, "kind": kind, **item} for item in (answer or {}).get("items") or []]
-    return sorted(items, key=lambda item: str((item.get("metadata") or {}).get("name")))
+    """The items of a list answer (``None``: none, or the kind is not served), each with ``apiVersion`` and
+    ``kind`` (a list omits them), sorted by namespace and name."""
+    items = [{**item, "apiVersion": api_version, "kind": kind} for item in (answer or {}).get("items") or []]
+    return sorted(items, key=lambda item: (item["metadata"].get("namespace", ""), item["metadata"]["name"]))
 
 
 def _object(what: str, function: Callable[..., Any], *args: Any) -> dict[str, Any] | None:
@@ -459,6 +451,13 @@ def _call(what: str, function: Callable[..., Any], *args: Any, missing_ok: bool 
     except ApiException as error:
         if missing_ok and error.status == 404:
             return None
-        raise ClusterError(f"{what}: {error.status} {error.reason}") from None
+        raise _refused(what, error.status, error.reason) from None
     except (OSError, HTTPError) as error:
-        raise ClusterError(f"{what}: {error}") from None
+        raise ClusterUnavailable(f"{what}: {error}") from None
+
+
+def _refused(what: str, status: int | None, reason: str | None) -> ClusterError:
+    """The error of an API call answered HTTP ``status``: ``<what>: <status> <reason>``, a ``ClusterUnavailable``
+    for 5xx and 429 (Too Many Requests: API Priority and Fairness), else a ``ClusterError`` (403, 422, ...)."""
+    unavailable = status is not None and (status >= 500 or status == 429)
+    return (ClusterUnavailable if unavailable else ClusterError)(f"{what}: {status} {reason}")
