@@ -22,6 +22,7 @@
     │   ├── ParamError               a binding's params cannot be collected
     │   └── MutationError            a mutation could not be applied
     ├── FetchError                   a catalogd URL could not be fetched: CLI exit 1
+    │   └── CatalogUnavailable       catalogd did not answer, answered 5xx or 429 (also Unavailable)
     ├── GitError                     a git command or a forge call failed
     │   └── ForgeUnavailable         the forge did not answer, answered 5xx or rate limited (also Unavailable)
     ├── Unavailable                  a service the command needs (the forge, the cluster) was unavailable; retry:
@@ -153,6 +154,11 @@ class Unavailable(UpgradeGateError):
     """A service the command needs (the forge, the cluster) was unavailable: it did not answer (connection
     refused, timed out), failed (HTTP 5xx) or refused for a rate limit. Neither a negative result nor bad input:
     retry later (CLI exit 3). The message names the service and the call."""
+
+
+class CatalogUnavailable(FetchError, Unavailable):
+    """catalogd (a catalog URL) did not answer, answered HTTP 5xx or 429: ``<url>: cannot fetch catalog: <problem>``.
+    Also a ``FetchError``, as every failed fetch."""
 
 
 class ForgeUnavailable(GitError, Unavailable):

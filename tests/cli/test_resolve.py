@@ -201,9 +201,9 @@ def test_the_walkthrough_resolves_the_example_repository_as_its_readme_shows() -
     assert out == blocks[index + 1]
 
 
-def test_an_unreachable_catalogd_url_exits_1_with_one_line() -> None:
+def test_an_unreachable_catalogd_url_exits_3_with_one_line() -> None:
     code, out, err = _run("-f", str(EXAMPLE), "--catalog", "http://127.0.0.1:9/catalogs/x")
-    assert (code, out) == (1, "")
+    assert (code, out) == (3, ""), "an outage: retry (docs/cli.md, exit codes)"
     assert err.startswith("upgrade-gate: http://127.0.0.1:9/catalogs/x/api/v1/all: cannot fetch catalog: ")
     assert err.count("\n") == 1
 

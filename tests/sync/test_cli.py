@@ -143,11 +143,11 @@ def test_a_base_branch_the_remote_lacks_is_bad_input(world: World) -> None:
     )
 
 
-def test_an_unreachable_catalogd_url_exits_1_with_one_line(world: World) -> None:
+def test_an_unreachable_catalogd_url_exits_3_with_one_line(world: World) -> None:
     world.set_config(lambda text: text.replace("content: fbc/{name}", "content: http://127.0.0.1:9/catalogs/{name}"))
     world.push("catalogd that is not there")
     code, _, err = run(world, "--once")
-    assert code == 1
+    assert code == 3, "an outage: retry (docs/cli.md, exit codes)"
     assert err.startswith("upgrade-gate: http://127.0.0.1:9/catalogs/certified-operators/api/v1/all: cannot fetch")
     assert err.count("\n") == 1
 

@@ -68,7 +68,8 @@ def resolve(manifest: Path, catalogs: tuple[str, ...], installed: str | None, ou
     ClusterExtension, failing when it does not resolve.
 
     \b
-    Exit codes: 0 resolved, 1 a resolution error (upstream's message on stderr), 2 bad input.
+    Exit codes: 0 resolved, 1 a resolution error (upstream's message on stderr) or a catalog that cannot be
+    fetched (404), 2 bad input, 3 catalogd does not answer, fails (5xx) or throttles (429): retry.
     \b
     Example (what OLM v1 would upgrade cloudnative-pg 1.27.0 to):
       upgrade-gate resolve -f examples/clusterextension.yaml \\

@@ -74,8 +74,8 @@ def sync(
     POD_NAMESPACE, POD_NAME, UPGRADE_GATE_SYNC_WORKDIR.
     \b
     Exit codes: 0 done; 1 something needs attention (an invalid manifest, an upgrade that does not resolve, a
-    change that could not be pushed) or the remote, forge, catalog or cluster failed; 2 bad input; 3 the forge
-    was unavailable (no answer, HTTP 5xx, rate limited): retry.
+    change that could not be pushed) or the remote, forge, catalog or cluster refused; 2 bad input; 3 the forge,
+    catalogd or the API server was unavailable (no answer, HTTP 5xx, rate limited): retry.
     """
     if once and interval:
         raise InputError("--once and --interval exclude each other")

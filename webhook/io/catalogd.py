@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from webhook.errors import CatalogError, FetchError
+from webhook.errors import CatalogError, CatalogUnavailable, FetchError
 from webhook.olm import Catalog, catalog_from_stream, load_catalog
 
 
@@ -28,8 +28,9 @@ def fetch_catalog(base: str, timeout: float = 30.0, *, cafile: Path | None = Non
     """The catalog catalogd serves at ``<base>/api/v1/all``, named after the URL's last path segment.
 
     ``timeout`` is in seconds; ``cafile`` is a PEM bundle that verifies an ``https`` server (catalogd's CA; the
-    system's trust store without it). Raises ``FetchError`` when the URL cannot be fetched and ``CatalogError`` when the
-    answer is not UTF-8; malformed blobs are recorded on the catalog.
+    system's trust store without it). Raises ``CatalogUnavailable`` (a ``FetchError``) when the server does not
+    answer, fails (HTTP 5xx) or throttles (429), ``FetchError`` for another HTTP error (404: no such catalog), and
+    ``CatalogError`` when the answer is not UTF-8; malformed blobs are recorded on the catalog.
     """
     base = base.rstrip("/")
     url = f"{base}/api/v1/all"
@@ -39,9 +40,10 @@ def fetch_catalog(base: str, timeout: float = 30.0, *, cafile: Path | None = Non
             text = response.read().decode("utf-8")
     except urllib.error.HTTPError as error:
         error.close()
-        raise FetchError(f"{url}: cannot fetch catalog: {error}") from None
+        outage = error.code >= 500 or error.code == 429
+        raise (CatalogUnavailable if outage else FetchError)(f"{url}: cannot fetch catalog: {error}") from None
     except (urllib.error.URLError, OSError) as error:
-        raise FetchError(f"{url}: cannot fetch catalog: {error}") from None
+        raise CatalogUnavailable(f"{url}: cannot fetch catalog: {error}") from None
     except UnicodeDecodeError as error:
         raise CatalogError(f"{url}: cannot read catalog: {error}") from None
     return catalog_from_stream(base.rsplit("/", 1)[-1], text, url)
