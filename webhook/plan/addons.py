@@ -40,13 +40,13 @@ from webhook.ocm import (
 from webhook.plan.actions import Action
 from webhook.plan.addonstage import CanaryStage, Target, stage
 from webhook.plan.addonstate import (
-    PLACEMENTS,
     AddOnContext,
     AddOnFieldError,
     AddOnState,
     Pin,
     addon_subject,
     listed_canaries,
+    placements_of,
     typed,
 )
 from webhook.plan.addontemplates import plan_template_bump
@@ -125,7 +125,7 @@ def _stage(
         target=Target(target, target, newest, versions.supported, versions.default),
         canary=CanaryStage(canaries, gate),
         unpinned="follows the defaultVersion (the addon manager moves it)",
-        objects=[o for o in (state.management, *state.decisions, *state.canaries) if o is not None],
+        objects=state.objects,
     )
 
 
@@ -144,17 +144,13 @@ def _pins(addon: AddOnManifests) -> list[Pin]:
     pins: list[Pin] = []
     if addon.management is not None:
         doc = addon.management
-        placements = typed(doc, PLACEMENTS, list)
-        for index, entry in enumerate(placements or ()):
-            path = (*PLACEMENTS, index)
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry["name"]:
-                raise AddOnFieldError(doc, path, "must be a mapping with a name")
+        for path, key in placements_of(doc):
             template = typed(doc, (*path, "addonTemplate"), Mapping)
             version = typed(doc, (*path, "addonTemplate", "installVersion"), str) if template else None
             if version:
-                key = f"{entry.get('namespace') or ''}/{entry['name']}"
-                where = f"placement {key}"
-                pins.append(Pin(where, doc, (*path, "addonTemplate", "installVersion"), version, version, key))
+                pins.append(
+                    Pin(f"placement {key}", doc, (*path, "addonTemplate", "installVersion"), version, version, key)
+                )
     for doc in addon.managed:
         version = typed(doc, ("spec", "installVersion"), str)
         if version:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import datetime
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,14 @@ class AddOnState:
     def canary_clusters(self) -> tuple[str, ...]:
         """``status.decisions[].clusterName`` of the PlacementDecisions, sorted, without duplicates."""
         return decided_clusters(self.decisions)
+
+    @property
+    def objects(self) -> tuple[Mapping[str, Any], ...]:
+        """Every object read, for the policy check's store: the ClusterManagementAddOn, the canary PlacementDecisions,
+        ManagedClusterAddOns and ManifestWorks, and the AddOnTemplates."""
+        found = (self.management, *self.decisions, *self.canaries)
+        works = (work for items in self.works.values() for work in items)
+        return (*(o for o in found if o is not None), *works, *self.templates)
 
     @property
     def status_from(self) -> str:
@@ -135,6 +143,16 @@ def listed_canaries(
     ``spec.installStrategy.placements``: those of its manifest in Git, else of the cluster's object."""
     listed = {placement_key(entry) for entry in placement_entries(addon, management)}
     return tuple(c for c in configured if c in listed)
+
+
+def placements_of(doc: Document) -> Iterator[tuple[Path, str]]:
+    """The path and ``NAMESPACE/NAME`` of each ``spec.installStrategy.placements`` entry of the ClusterManagementAddOn
+    manifest ``doc``, in spec order. Raises ``AddOnFieldError`` for a list or an entry of the wrong shape."""
+    for index, entry in enumerate(typed(doc, PLACEMENTS, list) or ()):
+        path = (*PLACEMENTS, index)
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry["name"]:
+            raise AddOnFieldError(doc, path, "must be a mapping with a name")
+        yield path, placement_key(entry)
 
 
 def typed(doc: Document, path: Path, kind: type) -> Any:

@@ -44,14 +44,13 @@ from webhook.ocm import (
 from webhook.plan.actions import Action
 from webhook.plan.addonstage import CanaryStage, Target, stage
 from webhook.plan.addonstate import (
-    PLACEMENTS,
     AddOnContext,
     AddOnFieldError,
     AddOnState,
     Pin,
     addon_subject,
     listed_canaries,
-    placement_key,
+    placements_of,
     typed,
 )
 from webhook.plan.extensions import Outcome, Planned
@@ -139,11 +138,7 @@ def _stage(
         target=Target(target, version, newest, offered, template=target),
         canary=CanaryStage(canaries, gate),
         unpinned=[pin for pin in pins if pin.where == DEFAULT_CONFIG] or "names no versioned AddOnTemplate",
-        objects=[
-            *(o for o in (state.management, *state.decisions, *state.canaries) if o is not None),
-            *(work for works in state.works.values() for work in works),
-            *state.templates,
-        ],
+        objects=state.objects,
     )
 
 
@@ -162,16 +157,14 @@ def _references(addon: AddOnManifests, known: Mapping[str, str]) -> list[Pin]:
     pins: list[Pin] = []
     if addon.management is not None:
         doc = addon.management
-        for index, entry in enumerate(typed(doc, PLACEMENTS, list) or ()):
-            path = (*PLACEMENTS, index)
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry["name"]:
-                raise AddOnFieldError(doc, path, "must be a mapping with a name")
-            key = placement_key(entry)
+        for path, key in placements_of(doc):
             pins += _listed(doc, (*path, "configs"), known, f"placement {key}", placement=key)
         for index, supported in enumerate(typed(doc, _SUPPORTED, list) or ()):
             config = supported.get("defaultConfig") if isinstance(supported, Mapping) else None
             if isinstance(config, Mapping) and is_template_ref({**supported, **config}):
-                pins += _pin(doc, (*_SUPPORTED, index, "defaultConfig", "name"), config["name"], known, DEFAULT_CONFIG)
+                pins.append(
+                    _pin(doc, (*_SUPPORTED, index, "defaultConfig", "name"), config["name"], known, DEFAULT_CONFIG)
+                )
     for doc in addon.managed:
         cluster = doc.manifest["metadata"]["namespace"]
         pins += _listed(doc, ("spec", "configs"), known, f"cluster {cluster}", cluster=cluster)
@@ -188,13 +181,11 @@ def _listed(
     cluster: str | None = None,
 ) -> list[Pin]:
     """The template references of the ``configs`` list at ``path``."""
-    pins = []
-    for index, config in enumerate(typed(doc, path, list) or ()):
-        if is_template_ref(config):
-            pins += _pin(
-                doc, (*path, index, "name"), config["name"], known, where, placement=placement, cluster=cluster
-            )
-    return pins
+    return [
+        _pin(doc, (*path, index, "name"), config["name"], known, where, placement=placement, cluster=cluster)
+        for index, config in enumerate(typed(doc, path, list) or ())
+        if is_template_ref(config)
+    ]
 
 
 def _pin(
@@ -206,6 +197,7 @@ def _pin(
     *,
     placement: str | None = None,
     cluster: str | None = None,
-) -> list[Pin]:
+) -> Pin:
+    """The reference ``name`` at ``path``, its version from ``known`` (the templates read), else its name."""
     version = known.get(name) or template_version(name) or ""
-    return [Pin(where, doc, path, name, version, placement, cluster)]
+    return Pin(where, doc, path, name, version, placement, cluster)
