@@ -8,6 +8,7 @@ upstream rolls each placement out by its own ``rolloutStrategy`` (``webhook.ocm.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,12 +31,20 @@ class Staged:
     gate: CanaryGate | None
     target: str
 
+    @functools.cached_property
+    def _moving(self) -> frozenset[int]:
+        return frozenset(map(id, self.moving))
+
+    @functools.cached_property
+    def _held(self) -> frozenset[int]:
+        return frozenset(map(id, self.held))
+
     def status(self, mine: Sequence[Pin]) -> str:
-        """What becomes of these pins: ``moves to <target> in this pull request``, ``held by the canary gate:
-        <why>``, or ``at <value>``."""
-        if any(pin in self.moving for pin in mine):
+        """What becomes of these pins (``pins`` themselves, by identity): ``moves to <target> in this pull
+        request``, ``held by the canary gate: <why>``, or ``at <value>``."""
+        if any(id(pin) in self._moving for pin in mine):
             return f"moves to {self.target} in this pull request"
-        if any(pin in self.held for pin in mine) and self.gate is not None:
+        if any(id(pin) in self._held for pin in mine) and self.gate is not None:
             return f"held by the canary gate: {self.gate.message}"
         return f"at {mine[0].value}"
 

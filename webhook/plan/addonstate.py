@@ -187,8 +187,11 @@ def updates(addon: AddOnManifests, state: AddOnState, moving: Sequence[Pin], val
     addon manager wrote, which an UPDATE keeps) if a placement or its default config moves, and each moving
     ManagedClusterAddOn, every ``moving`` pin set to ``value``."""
     found = []
+    paths_of: dict[int, list[Path]] = {}
+    for pin in moving:
+        paths_of.setdefault(id(pin.doc), []).append(pin.path)
     for doc in (*([addon.management] if addon.management else []), *addon.managed):
-        paths = [pin.path for pin in moving if pin.doc is doc]
+        paths = paths_of.get(id(doc))
         if not paths:
             continue
         old = dict(doc.manifest)
