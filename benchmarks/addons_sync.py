@@ -4,7 +4,8 @@ Usage: python benchmarks/addons_sync.py [--clusters 1000] [--seconds 1.0]
 
 The hub of ``benchmarks/addons_hub.py`` (the canary applied hello-v2 and soaked; the fleet placement, 3 decision
 groups, still names hello-v1), read through ``webhook.sync.views.observe`` (counting its lookups: the API requests a
-cluster adapter sends, whatever the number of clusters) and planned by ``plan_addon``, on two repositories:
+cluster adapter sends, two per canary cluster and none per other cluster) and planned by ``plan_addon``, on two
+repositories:
 
 * ``placements``: the ClusterManagementAddOn alone in Git (the fleet placement's reference moves);
 * ``clusters' own configs``: also every cluster's ManagedClusterAddOn in Git with its own ``spec.configs`` (1,000
