@@ -156,6 +156,12 @@ class Unavailable(UpgradeGateError):
     retry later (CLI exit 3). The message names the service and the call."""
 
 
+def outage(status: int | None) -> bool:
+    """Whether an HTTP answer ``status`` is an outage to retry (``Unavailable``) rather than a refusal: 5xx, or 429
+    Too Many Requests (the API server's Priority and Fairness, a server's rate limit)."""
+    return status is not None and (status >= 500 or status == 429)
+
+
 class CatalogUnavailable(FetchError, Unavailable):
     """catalogd (a catalog URL) did not answer, answered HTTP 5xx or 429: ``<url>: cannot fetch catalog: <problem>``.
     Also a ``FetchError``, as every failed fetch."""

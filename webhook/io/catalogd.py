@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from webhook.errors import CatalogError, CatalogUnavailable, FetchError
+from webhook.errors import CatalogError, CatalogUnavailable, FetchError, outage
 from webhook.olm import Catalog, catalog_from_stream, load_catalog
 
 
@@ -40,8 +40,8 @@ def fetch_catalog(base: str, timeout: float = 30.0, *, cafile: Path | None = Non
             text = response.read().decode("utf-8")
     except urllib.error.HTTPError as error:
         error.close()
-        outage = error.code >= 500 or error.code == 429
-        raise (CatalogUnavailable if outage else FetchError)(f"{url}: cannot fetch catalog: {error}") from None
+        kind = CatalogUnavailable if outage(error.code) else FetchError
+        raise kind(f"{url}: cannot fetch catalog: {error}") from None
     except (urllib.error.URLError, OSError) as error:
         raise CatalogUnavailable(f"{url}: cannot fetch catalog: {error}") from None
     except UnicodeDecodeError as error:

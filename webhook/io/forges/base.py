@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from webhook.errors import ForgeUnavailable, GitError, InputError
+from webhook.errors import ForgeUnavailable, GitError, InputError, outage
 
 PAGE_SIZE = 100
 AUTOCLOSED = " - autoclosed"
@@ -205,7 +205,7 @@ class JsonApi:
             raise ForgeUnavailable(f"{self.name}: {method} {path}: {limited}")
         if response.status >= 400:
             detail = " ".join(response.body.decode("utf-8", "replace")[:200].split())
-            kind = ForgeUnavailable if response.status >= 500 else GitError
+            kind = ForgeUnavailable if outage(response.status) else GitError
             raise kind(f"{self.name}: {method} {path}: HTTP {response.status} {detail}".rstrip())
         try:
             return json.loads(response.body) if response.body else None

@@ -37,7 +37,7 @@ from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from urllib3.exceptions import HTTPError
 
 from webhook import logs
-from webhook.errors import ClusterError, ClusterUnavailable, InputError, UpgradeGateError
+from webhook.errors import ClusterError, ClusterUnavailable, InputError, UpgradeGateError, outage
 
 OLM_GROUP, OLM_VERSION = "olm.operatorframework.io", "v1"
 ADDON_GROUP, ADDON_VERSION = "addon.open-cluster-management.io", "v1alpha1"
@@ -459,5 +459,4 @@ def _call(what: str, function: Callable[..., Any], *args: Any, missing_ok: bool 
 def _refused(what: str, status: int | None, reason: str | None) -> ClusterError:
     """The error of an API call answered HTTP ``status``: ``<what>: <status> <reason>``, a ``ClusterUnavailable``
     for 5xx and 429 (Too Many Requests: API Priority and Fairness), else a ``ClusterError`` (403, 422, ...)."""
-    unavailable = status is not None and (status >= 500 or status == 429)
-    return (ClusterUnavailable if unavailable else ClusterError)(f"{what}: {status} {reason}")
+    return (ClusterUnavailable if outage(status) else ClusterError)(f"{what}: {status} {reason}")
