@@ -16,7 +16,7 @@ from webhook.ocm.hub import TEMPLATES, hub_canary_gate, placement_conflicts
 from webhook.ocm.lifecycle import ADDON_LABEL, VERSION_LABEL, lifecycle_status
 from webhook.ocm.rollout import Placement, classify_configs, last_known_good_configs, placement_changes, render_configs
 from webhook.ocm.rolloutplan import PlacementStep, placement_step
-from webhook.ocm.templates import TEMPLATE_KIND, addon_templates, is_template_ref, template_version, version_key
+from webhook.ocm.templates import TEMPLATE_KIND, addon_templates, is_template_ref, template_version
 
 __all__ = [
     "ADDON_LABEL",
@@ -46,5 +46,4 @@ __all__ = [
     "placement_step",
     "render_configs",
     "template_version",
-    "version_key",
 ]

@@ -17,9 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import semver
-
-from webhook.ocm.addons import is_addon_version, parse_addon_version
+from webhook.ocm.addons import is_addon_version
 from webhook.ocm.hub import TEMPLATES
 from webhook.ocm.lifecycle import VERSION_LABEL
 
@@ -46,11 +44,6 @@ def template_version(name: str, template: Mapping[str, Any] | None = None) -> st
         return label
     suffix = name.rsplit("-", 1)[-1]
     return suffix if suffix.startswith("v") and is_addon_version(suffix) else None
-
-
-def version_key(version: str) -> semver.Version:
-    """The order of template versions (SemVer precedence, build ignored); ``version`` from ``template_version``."""
-    return parse_addon_version(version)
 
 
 def addon_templates(objects: Iterable[Mapping[str, Any]], addon: str) -> dict[str, str]:

@@ -38,8 +38,8 @@ from webhook.ocm import (
     classify,
     hub_canary_gate,
     is_template_ref,
+    parse_addon_version,
     template_version,
-    version_key,
 )
 from webhook.plan.actions import Action
 from webhook.plan.addonstage import CanaryStage, Target, stage
@@ -88,7 +88,7 @@ def plan_template_bump(
             f"{VERSION_LABEL}, or a -v<version> name suffix)"
         )
         return Outcome(subject, Action.UNCHANGED, reason)
-    target = max(known, key=lambda name: (version_key(known[name]), name))
+    target = max(known, key=lambda name: (parse_addon_version(known[name]), name))
     behind = [pin for pin in pins if pin.version and classify(pin.version, known[target]) is VersionChange.UPGRADING]
     if not behind:
         reason = f"every AddOnTemplate reference is at or past {target} ({known[target]}), the newest"
@@ -128,7 +128,7 @@ def _stage(
         except InputError as error:
             return Outcome(subject, Action.INVALID, f"the canaries in {state.status_from}: {error}")
     newest = f"{target} ({version}) is the add-on's newest AddOnTemplate in {state.status_from}"
-    offered = tuple(f"{name} ({known[name]})" for name in sorted(known, key=lambda n: version_key(known[n])))
+    offered = tuple(f"{name} ({known[name]})" for name in sorted(known, key=lambda n: parse_addon_version(known[n])))
     return stage(
         addon,
         texts,
